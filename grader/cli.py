@@ -1,0 +1,78 @@
+"""The `grade` command (argparse).
+
+  grade FILE.cu [--json] [--seed N] [--arch sm_XY] [--device N]   grade one submission
+  grade --json-schema                                                print the JSON schema of --json's output
+  grade selfcheck [...]                                              run the reference-kernel suite
+  grade batch PATH... [...]                                          grade a class (see `grade batch -h`)
+
+Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
+check that needs no GPU ran and passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from grader import exercise
+from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+
+EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
+                   "no-gpu": EXIT_NO_GPU}
+
+EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
+faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one)"""
+
+
+def single_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="grade",
+        description=f"Compile, verify, time and grade a {exercise.KERNEL_NAME} submission "
+        "(other commands: grade selfcheck, grade batch, grade merge; each takes -h).",
+        epilog=EPILOG,
+    )
+    p.add_argument("file", nargs="?", help="the submission's .cu file")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema: grade --json-schema)")
+    p.add_argument("--json-schema", action="store_true", help="print the JSON schema of --json's output and exit")
+    p.add_argument("--seed", type=int, help="replay the inputs of an earlier run (its report gives the seed)")
+    p.add_argument("--arch", default=None, help="compile target when no GPU is present (default sm_90)")
+    p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `grade` console script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "selfcheck":
+        from reference_kernels.selfcheck import main as selfcheck_main
+
+        return selfcheck_main(argv[1:])
+    if argv and argv[0] in ("batch", "merge"):
+        from grader.batch import main as batch_main
+
+        return batch_main(argv)
+    args = single_parser().parse_args(argv)
+    if args.json_schema:
+        from grader.report import GradeReport
+
+        print(json.dumps(GradeReport.model_json_schema(), indent=2))
+        return EXIT_PASS
+    if not args.file:
+        single_parser().print_usage(sys.stderr)
+        print("grade: error: give a .cu file to grade", file=sys.stderr)
+        return EXIT_INPUT
+    from grader.grade import grade_file
+    from grader.report import render_text
+
+    try:
+        report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
+    except GraderError as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return err.exit_code
+    print(report.model_dump_json(indent=2) if args.json else render_text(report))
+    return EXIT_BY_VERDICT[report.verdict]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

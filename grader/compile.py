@@ -1,0 +1,189 @@
+"""Stage 2, compile: NVRTC (through cuda.core's Program) to a cubin for one compute capability.
+
+Never PTX for loading: NVRTC from PyPI is newer than the GPU machine's driver, which refuses its PTX with
+CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (../shared/device/README.md).
+The PTX NVRTC produced on the way is kept (read from the same NVRTC program through cuda.bindings) for the
+parameter list and the code hints. Diagnostics come back as `file:line: message`; only diagnostics about the
+submission's own file are shown, and the log is capped, so no line of another file can reach the output.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+
+from grader.errors import SubmissionError
+
+DEFAULT_ARCH = "sm_90"
+"""Arch compiled for when no GPU is present (`--arch` changes it): the course's H200 is compute capability 9.0."""
+
+MAX_LOG_CHARS = 16_000
+"""Cap on the compile log kept and shown."""
+
+_DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warning|remark|catastrophic error)"
+                   r"(?P<rest>[^\n]*)$", re.M)
+_ENTRY = re.compile(r"^\.(?:visible|weak)\s+\.entry\s+(\S+)\s*\((.*?)\)", re.M | re.S)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+\S+?(?:\[(\d+)\])?\s*(?:,|$)")
+
+
+@dataclass(frozen=True)
+class PtxParam:
+    """One kernel parameter as PTX declares it: type ('u64', 'u32', 'f32', 'b8', ...) and size in bytes."""
+
+    ptx_type: str
+    size: int
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One kernel of a compiled module: its mangled name, the parameters PTX declares, and ptxas's resource
+    report (registers; stack frame and spills in bytes; None where the report has no line)."""
+
+    name: str
+    mangled: str
+    params: tuple[PtxParam, ...]
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack_frame: int | None = None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled module: cubin bytes for `arch`, PTX text, the compile log (ptxas -v report), warnings about
+    the source file, and one KernelInfo per requested kernel name."""
+
+    arch: str
+    cubin: bytes
+    ptx: str
+    log: str
+    kernels: dict[str, KernelInfo]
+    warnings: tuple[str, ...] = field(default=())
+
+
+def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
+    """Compile `text` with NVRTC to a cubin for `arch` (e.g. 'sm_90'); `name` is the file name diagnostics use.
+
+    Each name in `kernels` is found whether it is declared `extern "C"` or as a C++ function (NVRTC name
+    expressions). Raises SubmissionError(stage "compile") with `file:line: message` lines for a compile error,
+    and with the list of kernels found when a name is missing or is not a __global__ function.
+    """
+    from cuda.core import Program, ProgramOptions
+
+    options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True)
+    program = Program(text, "c++", options)
+    log = io.StringIO()
+    try:
+        obj = program.compile("cubin", name_expressions=kernels, logs=log)
+    except Exception as err:  # NVRTCError: the log is in its message
+        raw = str(err)
+        if "__nv_name_map" in raw and not _diagnostics(raw, name, "error"):
+            raise SubmissionError("compile", _missing_kernel_message(text, name, kernels, arch)) from None
+        lines = _diagnostics(raw, name, "error") or ["(NVRTC gave no diagnostic for this file)"]
+        raise SubmissionError(
+            "compile", f"{name}: compile error", details=_cap("\n".join(lines))
+        ) from None
+    ptx = _ptx_of(program)
+    entries = dict(_entries(ptx))
+    raw_log = log.getvalue()
+    infos = {}
+    for kernel in kernels:
+        mangled = obj.symbol_mapping[kernel]
+        mangled = mangled.decode() if isinstance(mangled, bytes) else mangled
+        if mangled not in entries:
+            raise SubmissionError(
+                "compile",
+                f"{name}: `{kernel}` is not a __global__ kernel (declare it `__global__ void {kernel}(...)`)",
+            )
+        infos[kernel] = KernelInfo(kernel, mangled, entries[mangled], **_resources(raw_log, mangled))
+    return Compiled(
+        arch=arch,
+        cubin=bytes(obj.code),
+        ptx=ptx,
+        log=_cap(raw_log),
+        kernels=infos,
+        warnings=tuple(_diagnostics(raw_log, name, "warning")),
+    )
+
+
+def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch: str) -> str:
+    from cuda.core import Program, ProgramOptions
+
+    program = Program(text, "c++", ProgramOptions(name=name, arch=arch, std="c++17"))
+    try:
+        program.compile("cubin")
+        found = [_demangled_base(m) for m, _ in _entries(_ptx_of(program))]
+    except Exception:
+        found = []
+    listing = ", ".join(found) if found else "none"
+    missing = [k for k in kernels if k not in found] or list(kernels)
+    return (
+        f"{name}: no __global__ kernel named `{missing[0]}`; kernels found: {listing}. "
+        f"Name your kernel `{missing[0]}`"
+    )
+
+
+def _ptx_of(program) -> str:
+    from cuda.bindings import nvrtc
+
+    err, size = nvrtc.nvrtcGetPTXSize(program.handle)
+    buf = b" " * size
+    (err,) = nvrtc.nvrtcGetPTX(program.handle, buf)
+    return buf.rstrip(b"\x00 ").decode("utf-8", "replace")
+
+
+def _entries(ptx: str) -> list[tuple[str, tuple[PtxParam, ...]]]:
+    """(mangled name, parameters) of every kernel entry in `ptx`."""
+    out = []
+    for m in _ENTRY.finditer(ptx):
+        params = []
+        for p in _PARAM.finditer(m.group(2)):
+            ptype, count = p.group(1), int(p.group(2) or 1)
+            width = int(re.sub(r"\D", "", ptype) or 8) // 8
+            params.append(PtxParam(ptype, width * count))
+        out.append((m.group(1), tuple(params)))
+    return out
+
+
+def _demangled_base(mangled: str) -> str:
+    """The function name inside an Itanium-mangled name (`_Z13biasGeluFusedPKf...` -> biasGeluFused);
+    extern "C" names are returned unchanged. Used only to list kernels in a message."""
+    m = re.match(r"_Z(?:N.*?)?(\d+)", mangled)
+    if not m:
+        return mangled
+    start = m.end()
+    return mangled[start : start + int(m.group(1))]
+
+
+def _diagnostics(log: str, name: str, kind: str) -> list[str]:
+    """`file:line: kind: message` lines (with the source excerpt NVRTC prints under each) for `name` only."""
+    out = []
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        m = _DIAG.match(line)
+        if not m or m.group("file") != name or not m.group("kind").endswith(kind):
+            continue
+        out.append(f"{name}:{m.group('line')}: {m.group('kind')}{m.group('rest')}")
+        for follow in lines[i + 1 : i + 3]:
+            if follow.strip() and not _DIAG.match(follow):
+                out.append(follow)
+    return out
+
+
+def _resources(log: str, mangled: str) -> dict[str, int | None]:
+    """Registers, spills and stack frame for `mangled` from ptxas's -v report (None where absent)."""
+    at = log.find(f"Function properties for {mangled}")
+    block = log[at:] if at >= 0 else ""
+    regs = re.search(r"Used (\d+) registers", block)
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
+    return {
+        "registers": int(regs.group(1)) if regs else None,
+        "stack_frame": int(frame.group(1)) if frame else None,
+        "spill_stores": int(frame.group(2)) if frame else None,
+        "spill_loads": int(frame.group(3)) if frame else None,
+    }
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= MAX_LOG_CHARS else text[:MAX_LOG_CHARS] + "\n[log cut]"

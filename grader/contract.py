@@ -1,0 +1,304 @@
+"""The submission contract: how the grader launches a student's kernel, and what the student claims.
+
+A `.cu` file may start with a block of `// grade:` lines (README, "The `// grade:` block"):
+
+    // grade: params = x, bias, out, cols        which argument each parameter is, in order
+    // grade: grid = row                          row | flat | stride [BLOCKS]
+    // grade: block = 256                         threads per block
+    // grade: elems_per_thread = 4                elements each thread handles
+    // grade: row = biasGeluFused | 1 | 2 | 0.512 | 4191.0
+    // grade: claim = It reached 0.97 of the copy floor; it cannot exceed 1 because ...
+
+With nothing declared, the launch is the page's: params x, bias, out, cols; grid (ceil(cols / 256), rows)
+with blockIdx.y = row; block 256; one element per thread. Parameter names: x, bias, out (float pointers),
+rows, cols and n = rows * cols (integers, 32- or 64-bit: the width is read from the compiled kernel).
+
+Grids, for a rows x cols problem with B threads per block and E elements per thread:
+  row      (ceil(cols / (B * E)), rows): blockIdx.y is the row (rows <= 65535)
+  flat     (ceil(rows * cols / (B * E)), 1): one index over all elements
+  stride   (BLOCKS, 1): a fixed grid-stride grid; BLOCKS defaults to the number that fills the GPU once
+           (multiprocessors x max threads per multiprocessor / B)
+
+`row` is the student's table row in the page's part-3 format (version | kernels | floats/elem | ms |
+GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both are stored for the
+byte-count flags; a missing or malformed row is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal
+
+from pydantic import BaseModel
+
+from grader import exercise
+from grader.errors import InputError
+
+POINTER_ROLES = ("x", "bias", "out")
+INTEGER_ROLES = ("rows", "cols", "n")
+ROLES = POINTER_ROLES + INTEGER_ROLES
+KEYS = ("params", "grid", "block", "elems_per_thread", "row", "claim")
+
+_LINE = re.compile(r"^[ \t]*//[ \t]*grade:(.*)$", re.M)
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+
+class StudentRow(BaseModel):
+    """The student's table row as written, and its fields where they parse (None where not)."""
+
+    raw: str
+    version: str | None = None
+    kernels: int | None = None
+    floats_per_elem: float | None = None
+    ms: float | None = None
+    gbs: float | None = None
+    x_copy: float | None = None
+    problem: str | None = None
+
+
+class StudentClaim(BaseModel):
+    """The student's sentence, and the fraction of the copy floor it states (None if it states none)."""
+
+    raw: str
+    fraction: float | None = None
+
+
+class Contract(BaseModel):
+    """How to launch the submission, plus the student's declared row and claim (both optional)."""
+
+    params: tuple[str, ...] = exercise.DEFAULT_PARAMS
+    grid: Literal["row", "flat", "stride"] = "row"
+    stride_blocks: int | None = None
+    block: int = exercise.DEFAULT_BLOCK
+    elems_per_thread: int = exercise.DEFAULT_ELEMS_PER_THREAD
+    declared: tuple[str, ...] = ()
+    row: StudentRow | None = None
+    claim: StudentClaim | None = None
+
+    def signature(self) -> str:
+        """The expected parameter list, e.g. '(const float* x, const float* bias, float* out, <int> cols)'."""
+        kinds = {"x": "const float*", "bias": "const float*", "out": "float*"}
+        return "(" + ", ".join(f"{kinds.get(p, 'int|size_t')} {p}" for p in self.params) + ")"
+
+
+class LaunchPlan(BaseModel):
+    """Grid and block of one launch of the submission for a rows x cols problem."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+def parse_contract(text: str, where: str) -> Contract:
+    """Parse the `// grade:` lines of `text`. Raises InputError naming the line for a malformed one."""
+    fields: dict[str, object] = {}
+    declared: list[str] = []
+    for m in _LINE.finditer(text):
+        line_no = text.count("\n", 0, m.start()) + 1
+        body = m.group(1).strip()
+        key, eq, value = body.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if not eq or key not in KEYS:
+            raise InputError(
+                f"{where}:{line_no}: cannot read `// grade: {body}`; write `// grade: KEY = VALUE` "
+                f"with KEY one of {', '.join(KEYS)}"
+            )
+        if key in declared:
+            raise InputError(f"{where}:{line_no}: `{key}` is declared twice; keep one line")
+        declared.append(key)
+        try:
+            _parse_field(key, value, fields)
+        except ValueError as err:
+            raise InputError(f"{where}:{line_no}: {key}: {err}") from None
+    fields["declared"] = tuple(declared)
+    contract = Contract(**fields)  # type: ignore[arg-type]
+    _check_consistent(contract, where)
+    return contract
+
+
+def _parse_field(key: str, value: str, fields: dict[str, object]) -> None:
+    if key == "params":
+        names = tuple(v.strip() for v in value.split(",") if v.strip())
+        bad = [n for n in names if n not in ROLES]
+        if bad:
+            raise ValueError(f"unknown name {bad[0]!r}; use x, bias, out, rows, cols, n")
+        if len(set(names)) != len(names):
+            raise ValueError("a name appears twice")
+        fields["params"] = names
+    elif key == "grid":
+        parts = value.split()
+        if not parts or parts[0] not in ("row", "flat", "stride") or len(parts) > 2 or (
+            len(parts) == 2 and parts[0] != "stride"
+        ):
+            raise ValueError(f"{value!r}: use `row`, `flat` or `stride [BLOCKS]`")
+        fields["grid"] = parts[0]
+        if len(parts) == 2:
+            fields["stride_blocks"] = _int_in(parts[1], 1, 2**31 - 1)
+    elif key == "block":
+        block = _int_in(value, 32, 1024)
+        if block % 32:
+            raise ValueError(f"{block} is not a multiple of 32 (a warp)")
+        fields["block"] = block
+    elif key == "elems_per_thread":
+        fields["elems_per_thread"] = _int_in(value, 1, 64)
+    elif key == "row":
+        fields["row"] = parse_row(value)
+    elif key == "claim":
+        fields["claim"] = parse_claim(value)
+
+
+def _int_in(value: str, lo: int, hi: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number") from None
+    if not lo <= n <= hi:
+        raise ValueError(f"{n} is outside {lo}..{hi}")
+    return n
+
+
+def _check_consistent(c: Contract, where: str) -> None:
+    missing = [p for p in POINTER_ROLES if p not in c.params]
+    if missing:
+        raise InputError(f"{where}: params must include x, bias and out; missing {', '.join(missing)}")
+    if "cols" not in c.params:
+        raise InputError(f"{where}: params must include cols: the kernel needs it to find bias[col]")
+    if c.grid != "row" and not {"rows", "n"} & set(c.params):
+        raise InputError(f"{where}: a {c.grid} grid needs rows or n in params to know where the data ends")
+
+
+def parse_row(value: str) -> StudentRow:
+    """Parse 'version | kernels | floats/elem | ms | GB/s [| x copy]' (or the same separated by spaces,
+    version first). Never raises: a field that does not parse is left None and `problem` says why."""
+    if "|" in value:
+        parts = [p.strip() for p in value.split("|")]
+    else:
+        tokens = value.split()
+        numeric = 0
+        while numeric < len(tokens) and re.fullmatch(_NUMBER, tokens[-1 - numeric]):
+            numeric += 1
+        numeric = min(numeric, 5)
+        parts = [" ".join(tokens[: len(tokens) - numeric])] + tokens[len(tokens) - numeric :]
+    row = StudentRow(raw=value)
+    if len(parts) not in (5, 6):
+        row.problem = (
+            f"expected 5 fields (version | kernels | floats/elem | ms | GB/s), found {len(parts)}"
+        )
+        return row
+    row.version = parts[0] or None
+    problems = []
+    for name, text, conv in zip(
+        ("kernels", "floats_per_elem", "ms", "gbs", "x_copy"),
+        parts[1:],
+        (int, float, float, float, float),
+    ):
+        try:
+            number = conv(text)
+            if not math.isfinite(number) or number < 0:
+                raise ValueError
+            setattr(row, name, number)
+        except ValueError:
+            problems.append(f"{name} {text!r} is not a number")
+    if problems:
+        row.problem = "; ".join(problems)
+    return row
+
+
+def parse_claim(value: str) -> StudentClaim:
+    """Parse the student's sentence; the stated fraction is the first 'NN%' (divided by 100), else the first
+    decimal number between 0 and 2 written with a point (e.g. 0.93)."""
+    claim = StudentClaim(raw=value)
+    pct = re.search(r"(\d+(?:\.\d+)?)\s*(?:%|percent)", value)
+    if pct:
+        claim.fraction = float(pct.group(1)) / 100
+        return claim
+    for m in re.finditer(r"(?<![\d.])(\d*\.\d+)(?![\d.])", value):
+        f = float(m.group(1))
+        if 0 <= f <= 2:
+            claim.fraction = f
+            break
+    return claim
+
+
+def plan_launch(c: Contract, rows: int, cols: int, sm_count: int, threads_per_sm: int) -> LaunchPlan:
+    """Grid and block for a rows x cols problem under contract `c` (see the module docstring).
+
+    Raises InputError when a row grid would need more than 65535 rows (the gridDim.y limit).
+    """
+    per_block = c.block * c.elems_per_thread
+    if c.grid == "row":
+        if rows > exercise.MAX_GRID_Y:
+            raise InputError(f"a row grid launches one block row per row; {rows} > {exercise.MAX_GRID_Y}")
+        grid = (math.ceil(cols / per_block), rows, 1)
+    elif c.grid == "flat":
+        grid = (math.ceil(rows * cols / per_block), 1, 1)
+    else:
+        blocks = c.stride_blocks or max(1, sm_count * threads_per_sm // c.block)
+        grid = (blocks, 1, 1)
+    return LaunchPlan(grid=grid, block=(c.block, 1, 1))
+
+
+_SIGNATURE = r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?{name}\s*\(([^)]*)\)"
+
+
+def source_signature(text: str, kernel: str) -> list[str] | None:
+    """The parameter declarations of `kernel` as written in `text` (e.g. ['const float* x', 'size_t cols']),
+    or None when they cannot be read from the text (a macro-built signature). Used for messages and to tell
+    pointers from integers; the compiled kernel is the authority on widths."""
+    m = re.search(_SIGNATURE.format(name=re.escape(kernel)), text)
+    if not m:
+        return None
+    return [" ".join(p.split()) for p in m.group(1).split(",") if p.strip()]
+
+
+def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str] | None, kernel: str) -> tuple[int, ...]:
+    """Check the compiled kernel's parameters against the contract; return each parameter's width in bytes.
+
+    compiled: (PTX type, size in bytes) per parameter, e.g. [('u64', 8), ('u32', 4)]; written: the list from
+    `source_signature`. Pointers (x, bias, out) must be 8-byte integers in PTX; rows, cols and n 4- or
+    8-byte integers. Raises SubmissionError(stage "contract") printing both lists on any mismatch.
+    """
+    from grader.errors import SubmissionError
+
+    problems = []
+    if len(compiled) != len(c.params):
+        problems.append(f"the kernel has {len(compiled)} parameters, the launch passes {len(c.params)}")
+    for i, (role, (ptype, size)) in enumerate(zip(c.params, compiled)):
+        is_int = ptype[0] in "usb"
+        text = written[i] if written and i < len(written) else None
+        if role in POINTER_ROLES:
+            if not (is_int and size == 8) or (text is not None and "*" not in text and "[" not in text):
+                problems.append(f"parameter {i + 1} ({text or ptype}) should be a float pointer ({role})")
+        elif not (is_int and size in (4, 8)) or (text is not None and ("*" in text or "float" in text or "double" in text)):
+            problems.append(f"parameter {i + 1} ({text or ptype}) should be a 32- or 64-bit integer ({role})")
+    if problems:
+        have = f"{kernel}({', '.join(written)})" if written else f"{kernel}(" + ", ".join(
+            f".{t} ({s} bytes)" for t, s in compiled) + ")"
+        declared = "declared in the // grade: block" if "params" in c.declared else "the page's default"
+        raise SubmissionError(
+            "contract",
+            f"{kernel}: parameter list does not match the launch: {problems[0]}",
+            details=f"  kernel:   {have}\n  expected: {kernel}{c.signature()}   ({declared})\n"
+            "  Fix the kernel, or declare its parameters with `// grade: params = ...` (README).",
+        )
+    return tuple(size for _, size in compiled)
+
+
+def kernel_args(c: Contract, widths: tuple[int, ...], ptrs: dict[str, int], rows: int, cols: int) -> tuple:
+    """The launch arguments, in the kernel's order: pointers as 64-bit values, integers as numpy scalars of
+    the kernel's own width (np.int32 or np.uint64). ptrs maps 'x', 'bias', 'out' to device addresses.
+    Raises InputError when a value does not fit a 32-bit parameter."""
+    import numpy as np
+
+    values = {"rows": rows, "cols": cols, "n": rows * cols}
+    args = []
+    for role, width in zip(c.params, widths):
+        if role in POINTER_ROLES:
+            args.append(np.uint64(ptrs[role]))
+        elif width == 4:
+            if values[role] >= 2**31:
+                raise InputError(f"{role} = {values[role]} does not fit the kernel's 32-bit parameter")
+            args.append(np.int32(values[role]))
+        else:
+            args.append(np.uint64(values[role]))
+    return tuple(args)

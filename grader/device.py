@@ -1,0 +1,241 @@
+"""Stage 3, device: the one place that talks to the GPU (cuda.core; cuda.bindings where cuda.core has no call).
+
+`open_gpu()` gives a `Gpu`: the current device, the grader's own stream, and the device facts the grader
+sizes its work by (compute capability, L2 size, free memory). Every allocation, copy, fill, module load and
+kernel launch of the grader goes through its methods, so there is one copy of launch code. Errors a kernel
+causes (illegal address, misaligned access, trap) surface at `sync()` as SubmissionError(stage "run"):
+after one of those the CUDA context is unusable and the process must end (grader.batch isolates each
+submission in a spawned process for that reason).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+from grader import exercise
+from grader.compile import Compiled
+from grader.errors import NoGpuError, SubmissionError
+
+
+class GpuInfo(BaseModel):
+    """Facts about the device: name, compute capability ('9.0'), arch ('sm_90'), multiprocessors, L2 and
+    memory sizes in bytes, and the driver's CUDA version ('13.0')."""
+
+    name: str
+    compute_capability: str
+    arch: str
+    multiprocessors: int
+    threads_per_multiprocessor: int
+    l2_bytes: int
+    total_bytes: int
+    free_bytes: int
+    driver_cuda: str
+
+
+def open_gpu(device_id: int = 0) -> "Gpu":
+    """Make device `device_id` current and return a Gpu with its own stream.
+
+    Raises NoGpuError (exit 3) with a one-line reason when there is no driver, no device, or CUDA fails
+    to initialise.
+    """
+    try:
+        from cuda.bindings import driver
+        from cuda.core import Device
+    except ImportError as err:  # pragma: no cover - a broken install
+        raise NoGpuError(f"cuda-python is not importable ({err}); install the grader with its CUDA extra") from None
+    try:
+        (status,) = driver.cuInit(0)
+    except RuntimeError as err:  # libcuda.so is missing: no NVIDIA driver on this machine
+        raise NoGpuError(f"no NVIDIA driver on this machine (libcuda could not be loaded: {str(err)[:80]})") from None
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise NoGpuError(f"CUDA did not initialise: {status.name}")
+    status, count = driver.cuDeviceGetCount()
+    if status != driver.CUresult.CUDA_SUCCESS or count == 0:
+        raise NoGpuError("the NVIDIA driver sees no CUDA device")
+    if device_id >= count:
+        raise NoGpuError(f"device {device_id} requested, but only {count} CUDA device(s) are visible")
+    dev = Device(device_id)
+    dev.set_current()
+    return Gpu(dev)
+
+
+class Gpu:
+    """The current device and the grader's own stream. Create with `open_gpu()`."""
+
+    def __init__(self, device) -> None:
+        from cuda.bindings import driver
+        from cuda.core import EventOptions
+
+        self._driver = driver
+        self.device = device
+        self.stream = device.create_stream()
+        self._timing = EventOptions(timing_enabled=True)
+        props = device.properties
+        cc = device.compute_capability
+        free, total = self._call(driver.cuMemGetInfo())
+        version = self._call(driver.cuDriverGetVersion())
+        self.info = GpuInfo(
+            name=device.name,
+            compute_capability=f"{cc.major}.{cc.minor}",
+            arch=f"sm_{cc.major}{cc.minor}",
+            multiprocessors=props.multiprocessor_count,
+            threads_per_multiprocessor=props.max_threads_per_multiprocessor,
+            l2_bytes=props.l2_cache_size,
+            total_bytes=int(total),
+            free_bytes=int(free),
+            driver_cuda=f"{version // 1000}.{version % 1000 // 10}",
+        )
+
+    # --- modules and launches ------------------------------------------------------------------
+    def load(self, compiled: Compiled) -> dict[str, object]:
+        """Load a compiled module's cubin; return {kernel name: cuda.core Kernel}.
+
+        Raises SubmissionError(stage "launch") if the driver refuses the cubin.
+        """
+        from cuda.core import ObjectCode
+
+        try:
+            obj = ObjectCode.from_cubin(compiled.cubin)
+            return {name: obj.get_kernel(info.mangled) for name, info in compiled.kernels.items()}
+        except Exception as err:
+            raise SubmissionError("launch", f"the driver could not load the compiled kernel: {err}") from None
+
+    @staticmethod
+    def param_sizes(kernel) -> list[int]:
+        """Size in bytes of each parameter of a loaded kernel, from the driver (cuKernelGetParamInfo)."""
+        return [int(p.size) for p in kernel.arguments_info]
+
+    def launch(self, kernel, grid: tuple[int, ...], block: tuple[int, ...], *args) -> None:
+        """Launch `kernel` on the grader's stream. Pass buffers as Buffer or DevicePtr and integers as numpy
+        scalars of the parameter's width (a plain Python int would be passed as a pointer-sized value).
+
+        Raises SubmissionError(stage "launch") if the launch is refused (bad grid, too many resources).
+        """
+        from cuda.core import LaunchConfig, launch
+
+        try:
+            launch(self.stream, LaunchConfig(grid=tuple(grid), block=tuple(block)), kernel, *args)
+        except Exception as err:
+            raise SubmissionError("launch", f"launch with grid {tuple(grid)} block {tuple(block)} failed: {err}") from None
+
+    def sync(self) -> None:
+        """Wait for the stream. Raises SubmissionError(stage "run") for a fault a kernel caused."""
+        try:
+            self.stream.sync()
+        except Exception as err:
+            raise SubmissionError("run", f"the kernel faulted on the GPU: {_cuda_error_name(err)}") from None
+
+    # --- memory --------------------------------------------------------------------------------
+    def alloc(self, nbytes: int):
+        """A device allocation of `nbytes` (a cuda.core Buffer, 256-byte aligned or better)."""
+        return self.device.allocate(nbytes, stream=self.stream)
+
+    def upload(self, dst: "int | object", host: np.ndarray) -> None:
+        """Copy a contiguous host array to device address `dst` (an int or anything with `.ptr`), synchronously."""
+        host = np.ascontiguousarray(host)
+        self._call(self._driver.cuMemcpyHtoDAsync(address(dst), host.ctypes.data, host.nbytes, self.stream.handle))
+        self.sync()
+
+    def download(self, src: "int | object", count: int, dtype) -> np.ndarray:
+        """Copy `count` elements of `dtype` from device address `src` to a new host array, synchronously."""
+        host = np.empty(count, dtype=dtype)
+        self._call(self._driver.cuMemcpyDtoHAsync(host.ctypes.data, address(src), host.nbytes, self.stream.handle))
+        self.sync()
+        return host
+
+    def fill_words(self, dst: "int | object", word: int, count: int) -> None:
+        """Set `count` 32-bit words at `dst` to `word` (asynchronous, on the grader's stream)."""
+        self._call(self._driver.cuMemsetD32Async(address(dst), word, count, self.stream.handle))
+
+    def copy(self, dst: "int | object", src: "int | object", nbytes: int) -> None:
+        """Device-to-device copy of `nbytes` on the grader's stream (cuMemcpyDtoDAsync), asynchronous."""
+        self._call(self._driver.cuMemcpyDtoDAsync(address(dst), address(src), nbytes, self.stream.handle))
+
+    def free_bytes(self) -> int:
+        """Free device memory now, in bytes."""
+        free, _ = self._call(self._driver.cuMemGetInfo())
+        return int(free)
+
+    # --- timing --------------------------------------------------------------------------------
+    def record(self):
+        """Record a timing event on the grader's stream; `later - earlier` of two such events is in ms."""
+        return self.stream.record(options=self._timing)
+
+    def _call(self, result):
+        status, *rest = result
+        if status != self._driver.CUresult.CUDA_SUCCESS:
+            raise SubmissionError("run", f"CUDA call failed: {status.name}")
+        return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+@dataclass(frozen=True)
+class DevicePtr:
+    """A device address inside an allocation, passed to kernels as a 64-bit pointer value."""
+
+    ptr: int
+
+    def arg(self) -> np.uint64:
+        return np.uint64(self.ptr)
+
+
+class GuardedArray:
+    """A float32 device array of `count` elements with a guard region before and after it.
+
+    The guards (exercise.GUARD_BYTES each) are filled with exercise.GUARD_WORD; `guard_damage()` says which
+    side a kernel wrote into. The array itself starts 256-byte aligned.
+    """
+
+    def __init__(self, gpu: Gpu, count: int) -> None:
+        self.gpu = gpu
+        self.count = count
+        self.guard_words = exercise.GUARD_BYTES // 4
+        self.buffer = gpu.alloc(exercise.GUARD_BYTES * 2 + count * 4)
+        self.base = int(self.buffer.handle)
+        self.data = DevicePtr(self.base + exercise.GUARD_BYTES)
+        gpu.fill_words(self.base, exercise.GUARD_WORD, self.guard_words * 2 + count)
+
+    def write(self, host: np.ndarray) -> None:
+        """Copy a float32 array of `count` elements into the array (guards untouched)."""
+        assert host.dtype == np.float32 and host.size == self.count
+        self.gpu.upload(self.data.ptr, host)
+
+    def poison(self, word: int) -> None:
+        """Fill the array (not the guards) with a 32-bit pattern, e.g. a NaN."""
+        self.gpu.fill_words(self.data.ptr, word, self.count)
+
+    def read(self) -> np.ndarray:
+        """The array's contents as float32."""
+        return self.gpu.download(self.data.ptr, self.count, np.float32)
+
+    def guard_damage(self) -> list[str]:
+        """'before' and/or 'after' for each guard region that no longer holds the guard pattern."""
+        words = self.gpu.download(self.base, self.guard_words * 2 + self.count, np.uint32)
+        out = []
+        if np.any(words[: self.guard_words] != exercise.GUARD_WORD):
+            out.append("before")
+        if np.any(words[self.guard_words + self.count :] != exercise.GUARD_WORD):
+            out.append("after")
+        return out
+
+    def close(self) -> None:
+        self.buffer.close()
+
+
+def address(x) -> int:
+    """The device address of an int, a DevicePtr or a cuda.core Buffer."""
+    if isinstance(x, int):
+        return x
+    if isinstance(x, DevicePtr):
+        return x.ptr
+    return int(x.handle)
+
+
+def _cuda_error_name(err: Exception) -> str:
+    text = str(err)
+    for word in text.replace(":", " ").split():
+        if word.startswith("CUDA_ERROR_"):
+            return f"{word} ({text})" if len(text) < 200 else word
+    return text[:300]

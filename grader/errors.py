@@ -1,0 +1,48 @@
+"""Errors the grader raises, each tied to one documented exit code.
+
+Exit codes of `grade` (README, "Exit codes"):
+  0  graded: gold or silver
+  1  graded: fail (wrong output or too slow), or error (the submission could not be run: compile error,
+     refused include, kernel missing, parameter list mismatch, fault or hang on the GPU)
+  2  input or usage error: the grader was not given something it can read (missing file, empty, binary,
+     not UTF-8, too large, malformed `// grade:` block, bad option)
+  3  no GPU: every check that needs no GPU ran and passed; verification and timing need one
+"""
+
+from __future__ import annotations
+
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_INPUT = 2
+EXIT_NO_GPU = 3
+
+
+class GraderError(Exception):
+    """Base class: `str(err)` is the one-line message shown to the user."""
+
+    exit_code = EXIT_FAIL
+
+
+class InputError(GraderError):
+    """The input cannot be read or understood (exit 2). The message says what was wrong and what to do."""
+
+    exit_code = EXIT_INPUT
+
+
+class SubmissionError(GraderError):
+    """The submission was read but cannot be run: verdict "error" (exit 1).
+
+    `stage` names where it stopped: "source", "compile", "contract", "launch" or "run".
+    `details` holds extra lines (a compile log, both parameter lists) shown under the message.
+    """
+
+    def __init__(self, stage: str, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.details = details
+
+
+class NoGpuError(GraderError):
+    """No usable CUDA device or driver (exit 3). The message gives the reason in one line."""
+
+    exit_code = EXIT_NO_GPU

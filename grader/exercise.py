@@ -1,0 +1,89 @@
+"""The exercise's constants, in one place: shapes, byte model, tolerance and grade thresholds.
+
+Source: the course page "LLM kernels 2: RoPE, GELU and elementwise fusion" (day 96), its "Exercise",
+"Solution" and "Pitfalls" sections (`../shared/seeds/000_3bee2473ee359d2c.txt`). Every other module reads
+these names; none repeats a number given here.
+"""
+
+from __future__ import annotations
+
+# --- The kernel a student writes -------------------------------------------------------------------
+KERNEL_NAME = "biasGeluFused"
+"""out[r, c] = GELU_erf(x[r, c] + bias[c]), float32, row-major [rows, cols]."""
+
+DEFAULT_PARAMS = ("x", "bias", "out", "cols")
+"""The page's signature: biasGeluFused(const float* x, const float* bias, float* out, size_t cols)."""
+
+DEFAULT_GRID = "row"
+"""The page's grid: (ceil(cols / 256), rows), blockIdx.y = row."""
+
+DEFAULT_BLOCK = 256
+DEFAULT_ELEMS_PER_THREAD = 1
+
+# --- Shapes ----------------------------------------------------------------------------------------
+VERIFY_SHAPE = (101, 97)
+"""rows x cols of the correctness run: the page's ragged shape, which no launch configuration covers
+and whose rows are not 16-byte aligned (97 floats = 388 bytes)."""
+
+MAX_GRID_Y = 65535
+"""gridDim.y limit (CUDA Programming Guide, "Compute capabilities" table; a row grid of 131072 rows
+fails to launch on the H200 with CUDA_ERROR_INVALID_VALUE, ../shared/device/README.md)."""
+
+BENCH_L2_MULTIPLE = 16
+"""Each benchmark buffer is at least this many times the L2 size, so the timed traffic is DRAM traffic
+(the H200's L2 is 60 MiB; a 64 MiB buffer is mostly cache, ../shared/device/README.md)."""
+
+BENCH_COL_MULTIPLE = 1024
+"""Benchmark cols are a multiple of this (so a multiple of 4: every row is 16-byte aligned)."""
+
+BENCH_FREE_MEMORY_SHARE = 0.6
+"""The benchmark's buffers take at most this share of the device's free memory."""
+
+# --- Byte model ------------------------------------------------------------------------------------
+BYTES_PER_FLOAT = 4
+FLOATS_PER_ELEMENT = 2
+"""x read once and out written once. The bias is a cols-float vector read by every row: it stays in
+cache and is not counted (the page's Solution and Pitfalls: counting it inflates GB/s by a quarter)."""
+
+COPY_FLOATS_PER_ELEMENT = 2
+"""A copy reads one float and writes one float per element: the same traffic as the exercise."""
+
+# --- Verification ----------------------------------------------------------------------------------
+TANH_GAP_MAX = 4.7323552e-4
+TANH_GAP_AT = 2.6989414
+"""max |GELU_erf(v) - GELU_tanh(v)| over v in float64 and where it occurs (computed by
+`grader.reference.gelu_gap`; the page prints 4.735273e-04 at 2.701655 from a float32 sweep)."""
+
+ATOL = 1.0e-5
+RTOL = 1.0e-5
+"""An element passes when |got - ref| <= ATOL + RTOL * |ref| (ref in float64).
+
+Why these numbers:
+- At the tanh form's worst point (|v| = 2.699, |ref| = 2.69) the bound is 3.7e-5, 12.8x tighter than the
+  4.73e-4 gap, so the tanh GELU fails wherever |x + bias| is between about 0.6 and 4.5.
+- A correct float32 kernel differs from float64 by float32 rounding: erff is documented at 2 ulp (CUDA
+  Programming Guide, mathematical functions appendix) and the add, multiplies and the final rounding add
+  a few more half-ulps. At |ref| <= 4.5 one ulp is at most 4.8e-7, so the error stays below about 2e-6,
+  while the bound there is at least 1e-5 (near 0) to 5.5e-5 (at 4.5): 10x looser or more.
+"""
+
+INPUT_X_RANGE = (-4.0, 4.0)
+INPUT_BIAS_RANGE = (-0.5, 0.5)
+"""Inputs are uniform in these ranges, so about 70% of x + bias falls at 1 <= |v| <= 4, where the tanh
+GELU is farthest from the exact one."""
+
+GUARD_BYTES = 64 * 1024
+"""Guard region before and after every device buffer of the correctness run (a multiple of 256, so the
+buffer itself stays 256-byte aligned). A row grid without a bounds check writes up to block - 1 floats
+past the end of the last row; the guards catch that."""
+
+GUARD_WORD = 0x7FBADBAD
+"""Pattern the guards are filled with (a quiet NaN payload no kernel computes by accident)."""
+
+# --- Grading ---------------------------------------------------------------------------------------
+GOLD = 0.90
+SILVER = 0.75
+"""Fraction of the copy floor (the page's Check: 90% or more is gold, 75 to 90 silver, below fails)."""
+
+PAGE_FLOOR_GBS = 244.7
+"""The copy ceiling the page quotes for its Tesla T4 (day 49); shown for context, never graded against."""

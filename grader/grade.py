@@ -1,0 +1,189 @@
+"""Stage 6, grade: the grading policy, and the pipeline that runs every stage in order for one file.
+
+source -> compile -> device (load) -> verify -> timing -> grade -> report. Wrong output is a fail whatever
+the speed; a correct kernel is gold at >= 0.90 of the copy floor, silver at >= 0.75, fail below.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from importlib.resources import files
+
+import numpy as np
+
+from grader import exercise
+from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
+from grader.contract import check_params, kernel_args, plan_launch, source_signature
+from grader.device import Gpu, open_gpu
+from grader.errors import NoGpuError, SubmissionError
+from grader.report import CompileSummary, GradeReport, TableRow, Verdict
+from grader.source import read_submission
+from grader.timing import FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, TimingStats, bench_shape, gbs
+from grader.verify import verify
+
+BAND_SIGMAS = 2.0
+"""The fraction's uncertainty band is fraction x (1 +/- BAND_SIGMAS x sqrt(rse_sub^2 + rse_floor^2))."""
+
+
+def verdict_for(fraction: float) -> Verdict:
+    """gold at fraction >= exercise.GOLD (0.90), silver at >= exercise.SILVER (0.75), else fail. Only for a
+    kernel that passed verification."""
+    if fraction >= exercise.GOLD:
+        return "gold"
+    if fraction >= exercise.SILVER:
+        return "silver"
+    return "fail"
+
+
+def straddles(low: float, high: float) -> bool:
+    """True when [low, high] contains a grade threshold."""
+    return any(low < t <= high for t in (exercise.SILVER, exercise.GOLD))
+
+
+def versions() -> dict[str, str]:
+    """Versions of the CUDA Python packages and NVRTC in use."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("cuda-core", "cuda-bindings"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "missing"
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        out["nvrtc"] = f"{major}.{minor}"
+    except Exception as err:  # pragma: no cover - reported, never fatal
+        out["nvrtc"] = f"unavailable ({err})"
+    return out
+
+
+def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, device_id: int = 0) -> GradeReport:
+    """Grade one submission file end to end and return its report.
+
+    arch: compile target when no GPU is present (default sm_90); with a GPU its own arch is used.
+    seed: replay a run's inputs (default: drawn from the OS's secure random source).
+    Raises InputError (exit 2) for unreadable input; every problem of the submission itself is a report
+    with verdict "error" or "fail".
+    """
+    sub = read_submission(path)
+    seed = secrets.randbits(63) if seed is None else seed
+    report = GradeReport(file=str(path), sha256=sub.sha256, verdict="error", reason="", seed=seed,
+                         versions=versions(), contract=sub.contract)
+    gpu, no_gpu = None, ""
+    try:
+        gpu = open_gpu(device_id)
+        report.gpu = gpu.info
+    except NoGpuError as err:
+        no_gpu = str(err)
+    target = gpu.info.arch if gpu else (arch or DEFAULT_ARCH)
+    try:
+        compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), target)
+        info = compiled.kernels[exercise.KERNEL_NAME]
+        report.compile = CompileSummary(arch=target, registers=info.registers, spill_stores=info.spill_stores,
+                                        spill_loads=info.spill_loads, stack_frame=info.stack_frame,
+                                        warnings=list(compiled.warnings))
+        widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
+                              source_signature(sub.text, exercise.KERNEL_NAME), exercise.KERNEL_NAME)
+        if gpu is None:
+            report.verdict = "no-gpu"
+            report.reason = (f"no GPU ({no_gpu}); compiled for {target} and checked the parameter list, "
+                             "both fine; verification and timing need a CUDA GPU")
+            return report
+        _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed))
+    except SubmissionError as err:
+        report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
+    return report
+
+
+def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract, report: GradeReport,
+                rng: np.random.Generator) -> None:
+    kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
+    sizes = tuple(gpu.param_sizes(kernel))
+    if sizes != widths:
+        raise SubmissionError("contract", f"the driver reports parameter sizes {sizes}, PTX {widths}")
+    rows, cols = exercise.VERIFY_SHAPE
+    v = verify(gpu, kernel, contract, widths, rows, cols, rng)
+    report.verification.append(v)
+    if not v.passed:
+        report.verdict, report.stage, report.reason = "fail", "verify", v.message
+        return
+    _time(gpu, kernel, contract, widths, report, rng)
+
+
+def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.random.Generator) -> None:
+    rows, cols = bench_shape(gpu.info)
+    report.bench_rows, report.bench_cols = rows, cols
+    n = rows * cols
+    x, bias, out = gpu.alloc(n * 4), gpu.alloc(cols * 4), gpu.alloc(n * 4)
+    try:
+        fill = InputFiller(gpu)
+        fill(x, n, int(rng.integers(2**63)), *exercise.INPUT_X_RANGE)
+        fill(bias, cols, int(rng.integers(2**63)), *exercise.INPUT_BIAS_RANGE)
+        plan = plan_launch(contract, rows, cols, gpu.info.multiprocessors, gpu.info.threads_per_multiprocessor)
+        args = kernel_args(contract, widths, {"x": int(x.handle), "bias": int(bias.handle), "out": int(out.handle)},
+                           rows, cols)
+        launches = CopyFloor(gpu).launches(x, out, n)
+        launches[exercise.KERNEL_NAME] = lambda: gpu.launch(kernel, plan.grid, plan.block, *args)
+        timer = AlternatingTimer(gpu, launches)
+        timer.warm_up()
+        timer.run()
+        _fill_table(report, timer.stats(), n)
+        if straddles(report.fraction_low, report.fraction_high):
+            timer.run(min_reps=timer.rounds * 2, target_rse=TARGET_RSE / 2)
+            _fill_table(report, timer.stats(), n)
+            report.borderline = straddles(report.fraction_low, report.fraction_high)
+    finally:
+        for b in (x, bias, out):
+            b.close()
+    report.verdict = verdict_for(report.fraction)
+    report.stage = "grade"
+    pct = lambda f: f"{f:.3f}"  # noqa: E731
+    report.reason = (
+        f"{pct(report.fraction)} of the copy floor ({report.floor_gbs:.0f} GB/s, {report.floor_version}); "
+        f"{pct(report.fraction_of_scalar_copy)} x the one-float-per-thread copy"
+    )
+    if report.verdict == "fail":
+        report.hints.append(
+            "correct but slow: look at your bias index first (a flat index with i % cols costs an integer "
+            "division per element), then at the width of your loads and stores"
+        )
+
+
+def _fill_table(report: GradeReport, stats: dict[str, TimingStats], n: int) -> None:
+    nbytes = n * exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    floor_name = min((k for k in stats if k != exercise.KERNEL_NAME), key=lambda k: stats[k].median_ms)
+    floor = stats[floor_name]
+    floor_gbs = gbs(nbytes, floor.median_ms)
+    report.table = [
+        TableRow(version=name, kernels=1, floats_per_elem=exercise.FLOATS_PER_ELEMENT, ms=s.median_ms,
+                 gbs=gbs(nbytes, s.median_ms), x_copy=gbs(nbytes, s.median_ms) / floor_gbs, spread=s.spread,
+                 reps=s.reps, rse=s.rse)
+        for name, s in stats.items()
+    ]
+    sub = stats[exercise.KERNEL_NAME]
+    report.floor_version, report.floor_gbs = floor_name, floor_gbs
+    report.fraction = floor.median_ms / sub.median_ms
+    half = BAND_SIGMAS * math.hypot(sub.rse, floor.rse)
+    report.fraction_low, report.fraction_high = report.fraction * (1 - half), report.fraction * (1 + half)
+    report.fraction_of_scalar_copy = stats[FLOOR_SCALAR].median_ms / sub.median_ms
+
+
+class InputFiller:
+    """Fills device buffers with uniform random floats on the GPU (grader/kernels/inputs.cu)."""
+
+    BLOCK = 256
+
+    def __init__(self, gpu: Gpu) -> None:
+        text = files("grader.kernels").joinpath("inputs.cu").read_text()
+        self.gpu = gpu
+        self.kernel = gpu.load(compile_kernels(text, "inputs.cu", ("fillUniform",), gpu.info.arch))["fillUniform"]
+
+    def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
+        """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
+        grid = (min(math.ceil(n / self.BLOCK), self.gpu.info.multiprocessors * 8), 1, 1)
+        self.gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(int(buf.handle)), np.uint64(n),
+                        np.uint64(seed), np.float32(lo), np.float32(hi))
