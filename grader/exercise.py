@@ -25,6 +25,10 @@ VERIFY_SHAPE = (101, 97)
 """rows x cols of the correctness run: the page's ragged shape, which no launch configuration covers
 and whose rows are not 16-byte aligned (97 floats = 388 bytes)."""
 
+EXTRA_SHAPES = ((1, 1), (3, 4099), (65535, 5))
+"""More ragged shapes verified after VERIFY_SHAPE, so that code keyed to 101 x 97 fails: a single element,
+rows longer than any block, and the most rows a row grid can launch."""
+
 MAX_GRID_Y = 65535
 """gridDim.y limit (CUDA Programming Guide, "Compute capabilities" table; a row grid of 131072 rows
 fails to launch on the H200 with CUDA_ERROR_INVALID_VALUE, ../shared/device/README.md)."""
@@ -37,7 +41,10 @@ BENCH_COL_MULTIPLE = 1024
 """Benchmark cols are a multiple of this (so a multiple of 4: every row is 16-byte aligned)."""
 
 BENCH_FREE_MEMORY_SHARE = 0.6
-"""The benchmark's buffers take at most this share of the device's free memory."""
+"""The benchmark's buffers (x, the submission's out, the copies' out) take at most this share of the
+device's free memory."""
+
+BENCH_BUFFERS = 3
 
 # --- Byte model ------------------------------------------------------------------------------------
 BYTES_PER_FLOAT = 4

@@ -20,7 +20,7 @@ from grader.errors import NoGpuError, SubmissionError
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
 from grader.source import read_submission
 from grader.timing import FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, TimingStats, bench_shape, gbs
-from grader.verify import verify
+from grader.verify import DeviceCheck, Verification, verify
 
 BAND_SIGMAS = 2.0
 """The fraction's uncertainty band is fraction x (1 +/- BAND_SIGMAS x sqrt(rse_sub^2 + rse_floor^2))."""
@@ -105,12 +105,12 @@ def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract,
     sizes = tuple(gpu.param_sizes(kernel))
     if sizes != widths:
         raise SubmissionError("contract", f"the driver reports parameter sizes {sizes}, PTX {widths}")
-    rows, cols = exercise.VERIFY_SHAPE
-    v = verify(gpu, kernel, contract, widths, rows, cols, rng)
-    report.verification.append(v)
-    if not v.passed:
-        report.verdict, report.stage, report.reason = "fail", "verify", v.message
-        return
+    for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):
+        v = verify(gpu, kernel, contract, widths, rows, cols, rng)
+        report.verification.append(v)
+        if not v.passed:
+            report.verdict, report.stage, report.reason = "fail", "verify", v.message
+            return
     _time(gpu, kernel, contract, widths, report, rng)
 
 
@@ -118,27 +118,53 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
     rows, cols = bench_shape(gpu.info)
     report.bench_rows, report.bench_cols = rows, cols
     n = rows * cols
-    x, bias, out = gpu.alloc(n * 4), gpu.alloc(cols * 4), gpu.alloc(n * 4)
-    try:
-        fill = InputFiller(gpu)
+    scratch_words = 2 * gpu.info.l2_bytes // 4
+    buffers = x, bias, out, copy_out, scratch = (gpu.alloc(n * 4), gpu.alloc(cols * 4), gpu.alloc(n * 4),
+                                                 gpu.alloc(n * 4), gpu.alloc(scratch_words * 4))
+    fill, check = InputFiller(gpu), DeviceCheck(gpu)
+    failures = []
+
+    def redraw(_round: int) -> None:
+        """Fresh inputs before every timed round (a kernel that caches results goes stale), then a write of
+        twice the L2 size so the round's first launch does not find the new inputs' tail in cache."""
         fill(x, n, int(rng.integers(2**63)), *exercise.INPUT_X_RANGE)
         fill(bias, cols, int(rng.integers(2**63)), *exercise.INPUT_BIAS_RANGE)
+        gpu.fill_words(scratch, 0, scratch_words)
+
+    def check_round(k: int) -> bool:
+        v = check(x, bias, out, rows, cols, f"timed launch {k + 1}")
+        if not v.passed:
+            failures.append(v)
+        return v.passed
+
+    try:
+        redraw(-1)
         plan = plan_launch(contract, rows, cols, gpu.info.multiprocessors, gpu.info.threads_per_multiprocessor)
         args = kernel_args(contract, widths, {"x": int(x.handle), "bias": int(bias.handle), "out": int(out.handle)},
                            rows, cols)
-        launches = CopyFloor(gpu).launches(x, out, n)
+        launches = CopyFloor(gpu).launches(x, copy_out, n)
         launches[exercise.KERNEL_NAME] = lambda: gpu.launch(kernel, plan.grid, plan.block, *args)
-        timer = AlternatingTimer(gpu, launches)
+        timer = AlternatingTimer(gpu, launches, before_round=redraw, after_round=check_round)
         timer.warm_up()
         timer.run()
-        _fill_table(report, timer.stats(), n)
-        if straddles(report.fraction_low, report.fraction_high):
-            timer.run(min_reps=timer.rounds * 2, target_rse=TARGET_RSE / 2)
+        if not failures:
             _fill_table(report, timer.stats(), n)
-            report.borderline = straddles(report.fraction_low, report.fraction_high)
+            if straddles(report.fraction_low, report.fraction_high):
+                timer.run(min_reps=timer.rounds * 2, target_rse=TARGET_RSE / 2)
+                _fill_table(report, timer.stats(), n)
+                report.borderline = straddles(report.fraction_low, report.fraction_high)
     finally:
-        for b in (x, bias, out):
+        check.close()
+        for b in buffers:
             b.close()
+    if failures:
+        report.verification.append(failures[0])
+        report.verdict, report.stage, report.reason = "fail", "verify", failures[0].message
+        return
+    report.verification.append(Verification(
+        rows=rows, cols=cols, passed=True, total=n * timer.rounds,
+        message=f"all {timer.rounds} timed launches correct at {rows} x {cols} (inputs redrawn before each; "
+                "checked on the GPU in float64)"))
     report.verdict = verdict_for(report.fraction)
     report.stage = "grade"
     pct = lambda f: f"{f:.3f}"  # noqa: E731

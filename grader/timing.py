@@ -73,13 +73,17 @@ def gbs(nbytes: int, ms: float) -> float:
 
 class AlternatingTimer:
     """Times several launches side by side. `launches` maps a name to a function that enqueues one launch
-    on `gpu.stream`; `before_round`, if given, runs before each round (outside the timed intervals)."""
+    on `gpu.stream`. Outside the timed intervals, `before_round(k)` runs before round k and `after_round(k)`
+    after it; timing stops early when after_round returns False."""
 
     def __init__(self, gpu: Gpu, launches: dict[str, Callable[[], None]],
-                 before_round: Callable[[int], None] | None = None) -> None:
+                 before_round: Callable[[int], None] | None = None,
+                 after_round: Callable[[int], bool] | None = None) -> None:
         self.gpu = gpu
         self.launches = launches
         self.before_round = before_round
+        self.after_round = after_round
+        self.stopped = False
         self.times: dict[str, list[float]] = {name: [] for name in launches}
         self.rounds = 0
 
@@ -95,7 +99,8 @@ class AlternatingTimer:
             spent += end - start
 
     def run(self, min_reps: int = MIN_REPS, target_rse: float = TARGET_RSE, cap_s: float = TIME_CAP_S) -> None:
-        """Time rounds until each median's rse < target_rse (after min_reps rounds in all) or cap_s passes."""
+        """Time rounds until each median's rse < target_rse (after min_reps rounds in all) or cap_s passes,
+        or until after_round returns False (then `stopped` is True)."""
         deadline = time.monotonic() + cap_s
         names = list(self.launches)
         while True:
@@ -111,6 +116,9 @@ class AlternatingTimer:
             for name, start, end in events:
                 self.times[name].append(end - start)
             self.rounds += 1
+            if self.after_round and not self.after_round(self.rounds - 1):
+                self.stopped = True
+                return
             if self.rounds >= min_reps and (
                 all(s.rse < target_rse for s in self.stats().values()) or time.monotonic() > deadline
             ):
@@ -123,10 +131,10 @@ class AlternatingTimer:
 
 def bench_shape(info: GpuInfo) -> tuple[int, int]:
     """(rows, cols) of the benchmark: each float32 buffer at least BENCH_L2_MULTIPLE x the L2 size, capped
-    by free memory (two buffers within BENCH_FREE_MEMORY_SHARE of it), rows <= 65535 (gridDim.y) and cols a
+    by free memory (BENCH_BUFFERS buffers within BENCH_FREE_MEMORY_SHARE of it), rows <= 65535 (gridDim.y) and cols a
     multiple of BENCH_COL_MULTIPLE. Raises ValueError if the card is too small for a meaningful shape."""
     want = exercise.BENCH_L2_MULTIPLE * info.l2_bytes
-    cap = int(info.free_bytes * exercise.BENCH_FREE_MEMORY_SHARE / 2)
+    cap = int(info.free_bytes * exercise.BENCH_FREE_MEMORY_SHARE / exercise.BENCH_BUFFERS)
     nbytes = min(want, cap)
     elems = nbytes // exercise.BYTES_PER_FLOAT
     step = exercise.BENCH_COL_MULTIPLE

@@ -8,7 +8,7 @@ stays NaN and fails), every buffer has guard regions before and after it (a kern
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from grader import exercise
 from grader.contract import Contract, kernel_args, plan_launch
@@ -25,6 +25,8 @@ TOLERANCE_TEXT = f"|got - ref| <= {exercise.ATOL:g} + {exercise.RTOL:g} * |ref|"
 class Mismatch(BaseModel):
     """One wrong element: its (row, col), the kernel's value and the float64 reference."""
 
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
     row: int
     col: int
     got: float
@@ -32,7 +34,11 @@ class Mismatch(BaseModel):
 
 
 class Verification(BaseModel):
-    """Outcome of one correctness run at rows x cols. `message` is the one-line summary shown to the user."""
+    """Outcome of one correctness check at rows x cols. `max_abs_error` is over the finite outputs;
+    `not_finite` counts NaN and inf outputs (a NaN is an element never written: the output is poisoned
+    with NaN first). `message` is the one-line summary shown to the user."""
+
+    model_config = ConfigDict(ser_json_inf_nan="strings")
 
     rows: int
     cols: int
@@ -56,8 +62,9 @@ def compare(got: np.ndarray, ref: np.ndarray) -> Verification:
     rows, cols = ref.shape
     got64 = got.astype(np.float64)
     finite = np.isfinite(got64)
-    err = np.where(finite, np.abs(got64 - ref), np.inf)
-    bad = ~(err <= exercise.ATOL + exercise.RTOL * np.abs(ref))
+    err = np.abs(np.where(finite, got64, 0.0) - ref)
+    bad = ~finite | ~(err <= exercise.ATOL + exercise.RTOL * np.abs(ref))
+    err = np.where(finite, err, 0.0)
     n_bad = int(bad.sum())
     result = Verification(
         rows=rows,
@@ -129,3 +136,56 @@ def verify(gpu: Gpu, kernel, contract: Contract, widths: tuple[int, ...], rows: 
         result.passed = False
         result.message = f"changed its input {', '.join(result.inputs_changed)}: inputs are read-only. " + result.message
     return result
+
+
+class DeviceCheck:
+    """Checks a whole output on the GPU against a float64 reference computed there (grader/kernels/check.cu),
+    so outputs of timed launches at the benchmark shape are checked without copying gigabytes to the host."""
+
+    BLOCK = 256
+
+    def __init__(self, gpu: Gpu) -> None:
+        from importlib.resources import files
+
+        from grader.compile import compile_kernels
+
+        text = files("grader.kernels").joinpath("check.cu").read_text()
+        self.gpu = gpu
+        self.kernel = gpu.load(compile_kernels(text, "check.cu", ("checkBiasGelu",), gpu.info.arch))["checkBiasGelu"]
+        self.counters = gpu.alloc(16)
+
+    def __call__(self, x, bias, out, rows: int, cols: int, label: str) -> Verification:
+        """Check out [rows, cols] against GELU_erf(x + bias[col]) (all device buffers of float32).
+
+        `label` names the launch in the message (e.g. 'timed launch 12'). Raises SubmissionError(stage
+        "run") if an earlier kernel of the submission faulted.
+        """
+        from grader.device import address
+
+        gpu = self.gpu
+        counters = address(self.counters)
+        gpu.upload(counters, np.array([0, np.iinfo(np.uint64).max], dtype=np.uint64))
+        grid = (gpu.info.multiprocessors * 8, 1, 1)
+        gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(address(x)), np.uint64(address(bias)),
+                   np.uint64(address(out)), np.uint64(rows), np.uint64(cols), np.float64(exercise.ATOL),
+                   np.float64(exercise.RTOL), np.uint64(counters), np.uint64(counters + 8))
+        bad, first = (int(v) for v in gpu.download(counters, 2, np.uint64))
+        result = Verification(rows=rows, cols=cols, passed=bad == 0, total=rows * cols, bad=bad)
+        if not bad:
+            result.message = f"{label} correct at {rows} x {cols} (checked on the GPU in float64)"
+            return result
+        r, c = divmod(first, cols)
+        xv = gpu.download(address(x) + 4 * first, 1, np.float32)
+        bv = gpu.download(address(bias) + 4 * c, 1, np.float32)
+        got = float(gpu.download(address(out) + 4 * first, 1, np.float32)[0])
+        expected = float(bias_gelu(xv.reshape(1, 1), bv)[0, 0])
+        result.first_bad = Mismatch(row=r, col=c, got=got, expected=expected)
+        result.message = (
+            f"wrong output of {label} at {rows} x {cols}: first bad element (row {r}, col {c}): got {got:.9g}, "
+            f"expected {expected:.9g}; {bad} of {rows * cols} elements bad (tolerance {TOLERANCE_TEXT}). "
+            "The output of every timed launch is checked, on inputs redrawn between launches"
+        )
+        return result
+
+    def close(self) -> None:
+        self.counters.close()

@@ -1,0 +1,59 @@
+"""NVRTC compilation without a GPU: every example and grader kernel compiles to a cubin; errors read file:line."""
+
+import re
+from importlib.resources import files
+
+import pytest
+
+from grader import exercise
+from grader.compile import compile_kernels
+from grader.errors import SubmissionError
+from grader.source import read_submission
+
+from conftest import SUBMISSIONS
+
+EXAMPLES = sorted(p for p in SUBMISSIONS.glob("*.cu") if p.name != "compile_error.cu")
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_compiles_to_a_cubin(path):
+    sub = read_submission(path)
+    c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
+    assert c.cubin[:4] == b"\x7fELF"
+    info = c.kernels[exercise.KERNEL_NAME]
+    assert info.registers and info.spill_stores == 0
+    assert len(info.params) == len(sub.contract.params)
+
+
+@pytest.mark.parametrize("source, kernels", [("floor.cu", ("copyScalar", "copyVec4")),
+                                             ("inputs.cu", ("fillUniform",)), ("check.cu", ("checkBiasGelu",))])
+def test_grader_kernels_compile(source, kernels):
+    text = files("grader.kernels").joinpath(source).read_text()
+    assert set(compile_kernels(text, source, kernels, "sm_90").kernels) == set(kernels)
+
+
+def test_compile_error_is_file_line_message():
+    sub = read_submission(SUBMISSIONS / "compile_error.cu")
+    with pytest.raises(SubmissionError) as err:
+        compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
+    assert err.value.stage == "compile"
+    assert re.search(r"^compile_error\.cu:6: error: expected a \";\"", err.value.details, re.M)
+
+
+def test_extern_c_and_cpp_kernels_are_both_found():
+    for decl in ('extern "C" __global__', "__global__"):
+        c = compile_kernels(f"{decl} void biasGeluFused(const float* x, float* o, int n) {{}}\n", "s.cu",
+                            ("biasGeluFused",), "sm_90")
+        assert [(p.ptx_type, p.size) for p in c.kernels["biasGeluFused"].params] == [("u64", 8), ("u64", 8), ("u32", 4)]
+
+
+def test_missing_kernel_lists_the_names_found():
+    with pytest.raises(SubmissionError, match="kernels found: biasGelu, helper"):
+        compile_kernels("__global__ void biasGelu(float* a) {}\n__global__ void helper() {}\n", "s.cu",
+                        ("biasGeluFused",), "sm_90")
+
+
+def test_device_function_is_not_a_kernel():
+    with pytest.raises(SubmissionError, match="no __global__ kernel named `biasGeluFused`; kernels found: k"):
+        compile_kernels("__device__ void biasGeluFused(float* a) {}\n__global__ void k(float* a) { biasGeluFused(a); }\n",
+                        "s.cu", ("biasGeluFused",), "sm_90")
