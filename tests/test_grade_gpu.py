@@ -1,0 +1,74 @@
+"""End to end on a GPU: every example gets the verdict its comment states, cheats fail, verdicts are stable.
+
+Speed-dependent expectations (gold, fail for being slow) are stated for the H200 the course grades on; on
+another card only the verification outcomes are asserted.
+"""
+
+import re
+
+import pytest
+
+from grader.grade import grade_file
+
+from conftest import ROOT, SUBMISSIONS
+
+pytestmark = pytest.mark.gpu
+CHEATS = ROOT / "tests" / "data" / "cheats"
+
+
+def expected(path) -> str:
+    return re.search(r"Expected verdict: (\w+)", path.read_text()).group(1).lower()
+
+
+def on_h200(gpu) -> bool:
+    return "H200" in gpu.info.name
+
+
+@pytest.mark.parametrize("path", sorted(SUBMISSIONS.glob("*.cu")), ids=lambda p: p.name)
+def test_example_gets_its_stated_verdict(gpu, path):
+    report = grade_file(str(path))
+    want = expected(path)
+    if want in ("gold", "silver") or (want == "fail" and report.stage == "grade"):
+        if not on_h200(gpu):
+            pytest.skip(f"speed verdicts are stated for the H200; this is {gpu.info.name}")
+    assert report.verdict == want, report.reason
+
+
+@pytest.mark.parametrize("name", ["tanh_gelu.cu", "bias_index_bug.cu"])
+def test_wrong_functions_fail_with_first_bad_element(gpu, name):
+    report = grade_file(str(SUBMISSIONS / name))
+    assert report.verdict == "fail" and report.stage == "verify"
+    v = report.verification[-1]
+    assert v.first_bad is not None and v.first_bad.got != v.first_bad.expected
+    assert re.search(r"first bad element \(row \d+, col \d+\): got \S+, expected \S+", report.reason)
+
+
+def test_missing_bounds_check_is_caught_by_the_guard(gpu):
+    report = grade_file(str(SUBMISSIONS / "no_bounds_check.cu"))
+    assert report.verdict == "fail" and "guard region after out" in report.reason
+
+
+@pytest.mark.parametrize("path", sorted(CHEATS.glob("*.cu")), ids=lambda p: p.name)
+def test_cheats_fail(gpu, path):
+    report = grade_file(str(path))
+    assert report.verdict == "fail", report.reason
+    assert report.stage == "verify"
+
+
+def test_timed_launches_are_checked(gpu):
+    report = grade_file(str(SUBMISSIONS / "gold_float4.cu"))
+    last = report.verification[-1]
+    assert last.passed and "timed launches correct" in last.message
+    assert report.floor_version is not None
+    assert report.fraction <= 1.05  # a correct kernel moves what the copy moves
+
+
+def test_five_gradings_give_one_verdict(gpu):
+    from grader import exercise
+
+    for name in ("gold_float4.cu", "page_scalar.cu"):
+        reports = [grade_file(str(SUBMISSIONS / name)) for _ in range(5)]
+        fractions = [r.fraction for r in reports]
+        near = any(abs(f - t) <= 0.01 for f in fractions for t in (exercise.SILVER, exercise.GOLD))
+        if not near:
+            assert len({r.verdict for r in reports}) == 1, fractions
