@@ -48,8 +48,8 @@ def open_gpu(device_id: int = 0) -> "Gpu":
         raise NoGpuError(f"cuda-python is not importable ({err}); install the grader with its CUDA extra") from None
     try:
         (status,) = driver.cuInit(0)
-    except RuntimeError as err:  # libcuda.so is missing: no NVIDIA driver on this machine
-        raise NoGpuError(f"no NVIDIA driver on this machine (libcuda could not be loaded: {str(err)[:80]})") from None
+    except RuntimeError:  # libcuda.so is missing: no NVIDIA driver on this machine
+        raise NoGpuError("no NVIDIA driver on this machine (libcuda.so.1 could not be loaded)") from None
     if status != driver.CUresult.CUDA_SUCCESS:
         raise NoGpuError(f"CUDA did not initialise: {status.name}")
     status, count = driver.cuDeviceGetCount()
