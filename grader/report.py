@@ -22,7 +22,8 @@ SCHEMA_VERSION = 1
 
 
 class CompileSummary(BaseModel):
-    """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings."""
+    """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings about
+    the submission's file, and the compile log itself (ptxas -v, capped)."""
 
     arch: str
     registers: int | None = None
@@ -30,6 +31,7 @@ class CompileSummary(BaseModel):
     spill_loads: int | None = None
     stack_frame: int | None = None
     warnings: list[str] = []
+    log: str = ""
 
 
 class ByteModel(BaseModel):

@@ -6,6 +6,13 @@ needs no header at all) with a `SubmissionError`: NVRTC reads an absolute `#incl
 the file's lines in its log, so no include form may reach it (`#include`, `%:include`, `#include_next`,
 `#import`, `#embed`, macro-built names, line splices, comments between `#` and the keyword, and
 `__has_include`). The `// grade:` block is parsed by `grader.contract`.
+
+Two text filters run on the spliced text (with and without comments), and a third that does not depend on
+where strings and comments are: every `#` or `%:` anywhere, followed by blanks and `/* */` comments, then a
+forbidden directive name, is refused (a string holding `/*` made the comment filter swallow a real
+`#/**/include` and NVRTC read the file). Token pasting (`##`, `%:%:`) in a `#define` is refused because
+`CAT(__has_, include)` builds a working `__has_include`. The file name goes into a `#line` directive, so it
+is reduced to safe characters first (a name holding a quote and a newline could inject an include).
 """
 
 from __future__ import annotations
@@ -36,7 +43,13 @@ typedef long long int64_t; typedef unsigned long long uint64_t;
 _SPLICE = re.compile(r"\\[ \t]*\r?\n")
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _ALLOWED_LINE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]([A-Za-z0-9_.]+)[>\"][ \t]*(//[^\n]*)?$", re.M)
-_FORBIDDEN = re.compile(r"(#|%:)\s*(include|include_next|import|embed)\b|__has_include|\?\?=")
+_FORBIDDEN = re.compile(r"(#|%:)\s*(include|include_next|import|embed)\b|__has_include|__has_embed|\?\?=")
+_HASH = re.compile(r"#|%:")
+_GAP = re.compile(r"(?:[ \t\f\v]+|/\*.*?(?:\*/|\Z))*", re.S)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_PASTE = re.compile(r"##|%:%:")
+_FORBIDDEN_DIRECTIVES = frozenset({"include", "include_next", "import", "embed"})
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 @dataclass(frozen=True)
@@ -73,11 +86,12 @@ def read_submission(path: str | Path) -> Submission:
     raw = p.read_bytes()
     text = decode_source(raw, str(p))
     contract = parse_contract(text, str(p))
+    name = safe_source_name(p.name)
     return Submission(
         path=p,
-        name=p.name,
+        name=name,
         text=text,
-        compile_text=prepare_for_nvrtc(text, p.name),
+        compile_text=prepare_for_nvrtc(text, name),
         sha256=hashlib.sha256(raw).hexdigest(),
         contract=contract,
     )
@@ -109,6 +123,7 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
             return ""
         return m.group(0)
 
+    name = safe_source_name(name)
     body = _ALLOWED_LINE.sub(blank_allowed, text)
     spliced = _SPLICE.sub("", body)
     for candidate in (spliced, _COMMENT.sub(" ", spliced)):
@@ -120,7 +135,67 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
                 f"{name}:{line}: refused `{m.group(0).strip()}`: the exercise needs no header; only "
                 f"{', '.join(sorted(ALLOWED_INCLUDES))} may be included, each as a plain #include line",
             )
+    found = _directive_refusal(spliced)
+    if found:
+        at, token, why = found
+        line = _spliced_line(body, at)
+        raise SubmissionError("source", f"{name}:{line}: refused `{token}`: {why}")
     return f'{PRELUDE}#line 1 "{name}"\n{body}'
+
+
+def safe_source_name(name: str) -> str:
+    """`name` with every character but letters, digits and `._+-` replaced by `_`, at most 100 characters:
+    the name NVRTC reports in diagnostics and the one written into the `#line` directive."""
+    return _UNSAFE_NAME.sub("_", name)[:100] or "submission.cu"
+
+
+def _directive_refusal(spliced: str) -> tuple[int, str, str] | None:
+    """(offset, token, reason) of the first forbidden directive in `spliced` (line splices removed), or None.
+
+    Looks at every `#` and `%:`, wherever it is (inside strings and comments too, so no mistake about where
+    they start can hide a directive); skips blanks and `/* */` comments after it and reads the name.
+    """
+    for m in _HASH.finditer(spliced):
+        at = _GAP.match(spliced, m.end()).end()
+        ident = _IDENT.match(spliced, at)
+        if not ident:
+            continue
+        word = ident.group(0)
+        if word in _FORBIDDEN_DIRECTIVES:
+            return m.start(), f"{m.group(0)}{word}", (
+                f"the exercise needs no header; only {', '.join(sorted(ALLOWED_INCLUDES))} may be included, "
+                "each as a plain #include line")
+        if word == "define":
+            end = _directive_end(spliced, ident.end())
+            paste = _PASTE.search(spliced, ident.end(), end)
+            if paste:
+                return paste.start(), paste.group(0), "token pasting is not allowed in a submission (it can build " \
+                    "`__has_include`); write the names out"
+    return None
+
+
+def _directive_end(text: str, pos: int) -> int:
+    """End of the directive line starting before `pos`: the first newline not inside a `/* */` comment.
+    Every `/*` counts, even one inside a string, so the span is never shorter than the real one."""
+    while True:
+        nl = text.find("\n", pos)
+        opening = text.find("/*", pos)
+        if opening < 0 or nl < 0 or nl < opening:
+            return len(text) if nl < 0 else nl
+        closing = text.find("*/", opening + 2)
+        if closing < 0:
+            return len(text)
+        pos = closing + 2
+
+
+def _spliced_line(body: str, at: int) -> int:
+    """Line in `body` of offset `at` in `body` with its line splices removed."""
+    removed = 0
+    for m in _SPLICE.finditer(body):
+        if m.start() - removed > at:
+            break
+        removed += len(m.group(0))
+    return body.count("\n", 0, at + removed) + 1
 
 
 def _line_of(text: str, token: str) -> str:

@@ -1,0 +1,237 @@
+"""Byte-count flags: checks of the student's own numbers (table row and sentence) against the byte model and
+against the grader's measurements.
+
+The student declares, in the `// grade:` block (grader.contract), a row of the page's part-3 table,
+`version | kernels | floats/elem | ms | GB/s [| x copy]`, and one sentence saying what fraction of the copy
+floor the kernel reached and why it cannot exceed 1. The course page (Solution, Pitfalls) names the two
+ways that number lies: counting the bias as traffic (3 floats per element instead of 2), and a fraction
+above 1. Flags report those, a row whose numbers disagree with each other, and a missing or malformed row or
+sentence. Flags never change the verdict and never stop grading; every flag carries the student's number
+and the grader's own (Flag.student, Flag.grader).
+
+Units: ms are milliseconds; GB/s is 1e9 bytes per second of bytes read plus bytes written (the page's and
+grader.timing.gbs's definition): GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from grader import exercise
+from grader.contract import StudentClaim, StudentRow
+from grader.report import Flag
+
+PAGE_ROWS, PAGE_COLS = 16384, 1024
+"""The course page's chain shape: "the bias vector is 1024 floats, 4 KiB against 64 MiB per buffer", so
+64 MiB / 4 B = 16,777,216 elements = 16384 rows of 1024. The page's own table agrees: addBiasRow, 2 floats
+per element in 0.5796 ms, is 2 x 4 x 16,777,216 / 0.5796e-3 / 1e9 = 231.6 GB/s, as printed."""
+
+CONSISTENCY_RTOL = 0.02
+"""A row is consistent when the GB/s its floats/elem and ms give, at some shape it may have been measured
+at, is within this relative distance of its GB/s (plus the rounding of the two numbers as written: half a
+unit of the last digit of each). The page's own rows agree to 0.03%: its GB/s is computed from the same
+median ms. 2% leaves room for a GB/s taken from another statistic of the same run (mean against median)
+while still catching what matters: a different floats/elem (3 against 2 is 50%), GiB/s for GB/s (7.4%),
+a GB/s computed for another shape, or a typo."""
+
+GBS_SLACK = 0.01
+"""A claimed GB/s is flagged as impossible above (1 + GBS_SLACK) x the copy floor measured here: the
+student's number comes from another run (often another card), and two medians of one copy differ by about
+this much run to run. A claimed fraction is flagged above 1 with no slack: the student's fraction is the
+ratio of two numbers from the student's own run, and the page says it cannot exceed 1."""
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def byte_count_flags(
+    row: StudentRow | None,
+    claim: StudentClaim | None,
+    *,
+    rows: int | None,
+    cols: int | None,
+    floor_gbs: float | None,
+    measured_gbs: float | None,
+    measured_ms: float | None,
+    floor_name: str | None = None,
+) -> list[Flag]:
+    """Flags for the student's table row and sentence (module docstring), in a fixed order: row missing or
+    malformed, byte count, row consistency, impossible GB/s, impossible fraction (row, then sentence),
+    sentence missing or without a fraction.
+
+    row, claim: as parsed by grader.contract (None when not declared).
+    rows, cols: the graded benchmark shape (GradeReport.bench_rows/bench_cols); None when nothing was timed.
+    floor_gbs: the copy floor measured here, GB/s (GradeReport.floor_gbs), named `floor_name`.
+    measured_gbs, measured_ms: the submission's own median, GB/s at 2 floats per element, and ms (its
+      TableRow); None when nothing was timed. The grader's fraction is measured_gbs / floor_gbs.
+
+    Rules:
+    - floats/elem above 2: inflated byte count (3: the bias counted as 4 bytes per element, while it is one
+      cols x 4-byte vector, 4 KiB on the page's 1024 columns, read once per row from cache); below 2:
+      a byte count that leaves out x or out.
+    - row inconsistent: ms, GB/s and floats/elem are checked against each other with
+      GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9, within CONSISTENCY_RTOL plus rounding. The
+      row comes from the student's own run, whose shape the grader does not know: it is checked at the
+      graded benchmark shape (a student who timed on the grading card's benchmark) and at the page's
+      16384 x 1024 (a student who ran the page's program), and flagged only when neither matches. The flag
+      says how many elements the three numbers imply.
+    - GB/s above the floor measured here (with GBS_SLACK), or a fraction above 1 (the sentence's, or the
+      row's x copy column): impossible, because the kernel moves exactly what the copy moves (x read once,
+      out written once) and the copy is the fastest way to move it.
+    - no row, a row that does not parse (StudentRow.problem), no sentence, a sentence with no fraction:
+      reported, never fatal; fields that did parse are still checked.
+
+    Pure: no GPU, no I/O.
+    """
+    flags: list[Flag] = []
+    measured_fraction = measured_gbs / floor_gbs if measured_gbs and floor_gbs else None
+    own_row = _own_row(measured_ms, measured_gbs, measured_fraction)
+    own_fraction = (f"{measured_fraction:.3f} of the copy floor" if measured_fraction is not None
+                    else "not measured here (no timing)")
+
+    if row is None:
+        flags.append(Flag(
+            kind="row-missing",
+            message="no table row declared; add `// grade: row = biasGeluFused | 1 | 2 | MS | GB/S | X_COPY` "
+                    "with the numbers from your own run (the page's part-3 table)",
+            student="no row", grader=own_row))
+    else:
+        if row.problem:
+            flags.append(Flag(
+                kind="row-malformed",
+                message=f"the table row cannot be read: {row.problem}; write "
+                        "`version | kernels | floats/elem | ms | GB/s [| x copy]`",
+                student=row.raw, grader=own_row))
+        else:
+            for name in ("ms", "gbs"):
+                if getattr(row, name) == 0:
+                    flags.append(Flag(
+                        kind="row-malformed", message=f"the row's {'GB/s' if name == 'gbs' else name} is 0",
+                        student=row.raw, grader=own_row))
+        flags.extend(_byte_count(row, cols))
+        flags.extend(_consistency(row, rows, cols))
+        if row.gbs is not None and floor_gbs and row.gbs > (1 + GBS_SLACK) * floor_gbs:
+            name = f" ({floor_name})" if floor_name else ""
+            flags.append(Flag(
+                kind="impossible-gbs",
+                message=f"your row's {row.gbs:g} GB/s is above the copy floor measured here{name}: impossible, "
+                        "the kernel moves exactly what the copy moves (x read once, out written once), and "
+                        "nothing moves those bytes faster than the fastest copy. A number above the floor "
+                        "means the byte count in the numerator is too big (usually the bias counted per "
+                        "element)",
+                student=f"{row.gbs:g} GB/s",
+                grader=f"copy floor {floor_gbs:.1f} GB/s" + (
+                    f"; your kernel {measured_gbs:.1f} GB/s" if measured_gbs else "")))
+        if row.x_copy is not None and row.x_copy > 1:
+            flags.append(_impossible_fraction(row.x_copy, "your row's x copy column", own_fraction))
+
+    if claim is None:
+        flags.append(Flag(
+            kind="claim-missing",
+            message="no sentence declared; add `// grade: claim = It reached F of the copy floor; it cannot "
+                    "exceed 1 because ...` (the exercise asks for it)",
+            student="no sentence", grader=own_fraction))
+    elif claim.fraction is None:
+        flags.append(Flag(
+            kind="claim-no-fraction",
+            message="your sentence states no fraction of the copy floor (write it as 0.93 or 93%)",
+            student=_short(claim.raw), grader=own_fraction))
+    elif claim.fraction > 1:
+        flags.append(_impossible_fraction(claim.fraction, "your sentence", own_fraction))
+    return flags
+
+
+def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:
+    f = row.floats_per_elem
+    if f is None or f == exercise.FLOATS_PER_ELEMENT:
+        return []
+    grader = (f"{exercise.FLOATS_PER_ELEMENT} floats/elem = "
+              f"{exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT} bytes (x read once, out written once)")
+    if f < exercise.FLOATS_PER_ELEMENT:
+        return [Flag(
+            kind="low-byte-count",
+            message=f"{f:g} floats per element leaves traffic out: the kernel reads x and writes out, 2 floats "
+                    f"per element, so your GB/s is {exercise.FLOATS_PER_ELEMENT / f:.2g}x too low"
+                    if f > 0 else "0 floats per element: the kernel reads x and writes out, 2 floats per element",
+            student=f"{f:g} floats/elem", grader=grader)]
+    inflate = f"counting {f:g} inflates GB/s by {f / exercise.FLOATS_PER_ELEMENT:g}x without moving the kernel"
+    if math.isclose(f, 3):
+        here = (f"; {cols * exercise.BYTES_PER_FLOAT / 1024:g} KiB at the graded {cols} columns"
+                if cols else "")
+        message = (
+            "3 floats per element counts the bias as 4 bytes per element. The bias is one vector of cols "
+            f"floats, cols x 4 bytes ({PAGE_COLS * exercise.BYTES_PER_FLOAT // 1024} KiB on the page's "
+            f"{PAGE_COLS} columns{here}), read once per row from cache, not 4 bytes per element of DRAM "
+            f"traffic; {inflate} (the page's Pitfalls)")
+    elif math.isclose(f, 4):
+        message = (
+            "4 floats per element is what the two staged kernels move together (addBiasRow 2, applyGeluErf 2); "
+            "the fused kernel deletes the store between them and the load after it, leaving x read and out "
+            f"written: 2 floats; {inflate}")
+    else:
+        message = f"{f:g} floats per element is more than the kernel moves (x read, out written: 2); {inflate}"
+    return [Flag(kind="inflated-byte-count", message=message, student=f"{f:g} floats/elem", grader=grader)]
+
+
+def implied_gbs(floats_per_elem: float, ms: float, rows: int, cols: int) -> float:
+    """GB/s (1e9 bytes/s) of floats_per_elem x 4 bytes x rows x cols moved in ms milliseconds."""
+    return floats_per_elem * exercise.BYTES_PER_FLOAT * rows * cols / (ms * 1e-3) / 1e9
+
+
+def _consistency(row: StudentRow, rows: int | None, cols: int | None) -> list[Flag]:
+    f, ms, gbs = row.floats_per_elem, row.ms, row.gbs
+    if not (f and ms and gbs):
+        return []
+    tol = CONSISTENCY_RTOL + _half_unit(row.raw, ms) / ms + _half_unit(row.raw, gbs) / gbs
+    shapes = []
+    if rows and cols:
+        shapes.append(("the graded", rows, cols))
+    shapes.append(("the page's", PAGE_ROWS, PAGE_COLS))
+    implied = [(where, r, c, implied_gbs(f, ms, r, c)) for where, r, c in shapes]
+    if any(abs(g / gbs - 1) <= tol for *_, g in implied):
+        return []
+    elements = gbs * 1e9 * ms * 1e-3 / (f * exercise.BYTES_PER_FLOAT)
+    at = " and ".join(f"{g:.1f} GB/s at {where} {r} x {c}" for where, r, c, g in implied)
+    return [Flag(
+        kind="row-inconsistent",
+        message=(f"your row's ms, GB/s and floats/elem disagree at every shape it could have been measured at "
+                 f"(tolerance {100 * tol:.1f}%): GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9. "
+                 f"Together they imply {elements:,.0f} elements ({elements * exercise.BYTES_PER_FLOAT / 2**20:,.1f} "
+                 "MiB per buffer). If you timed another shape, give the row for the page's "
+                 f"{PAGE_ROWS} x {PAGE_COLS} or for the graded shape"),
+        student=f"{f:g} floats/elem, {ms:g} ms, {gbs:g} GB/s",
+        grader=f"{f:g} floats/elem in {ms:g} ms is {at}")]
+
+
+def _impossible_fraction(value: float, where: str, own_fraction: str) -> Flag:
+    return Flag(
+        kind="impossible-fraction",
+        message=f"{where} states {value:g} of the copy floor: impossible, the fraction cannot exceed 1 because "
+                "the kernel reads one buffer and writes one, exactly what the copy moves (the bias is a small "
+                "cached vector). Above 1 means the byte count in the numerator is wrong, usually the bias "
+                "counted once per element instead of once per row",
+        student=f"{value:g}", grader=own_fraction)
+
+
+def _own_row(ms: float | None, gbs: float | None, fraction: float | None) -> str:
+    """The grader's own row in the student's format, or the byte model part of it when nothing was timed."""
+    head = f"{exercise.KERNEL_NAME} | 1 | {exercise.FLOATS_PER_ELEMENT}"
+    if ms is None or gbs is None:
+        return head + " | (not timed here)"
+    return head + f" | {ms:.4f} | {gbs:.1f}" + (f" | {fraction:.2f}" if fraction is not None else "")
+
+
+def _half_unit(raw: str, value: float) -> float:
+    """Half a unit of the last digit of `value` as written in `raw` (0 when it cannot be found)."""
+    for token in _NUMBER.findall(raw):
+        try:
+            if float(token) == value:
+                return 0.5 * 10.0 ** Decimal(token).as_tuple().exponent
+        except (ValueError, InvalidOperation):
+            continue
+    return 0.0
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
