@@ -276,7 +276,7 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
             f"{kernel} looks like the tanh GELU (found: {'; '.join(facts.tanh)}). The tanh GELU, "
             "0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), is a different function from the exact GELU "
             "0.5 v (1 + erf(v / sqrt(2))) the exercise asks for, not a cheaper way to compute it: they differ "
-            f"by up to {exercise.TANH_GAP_MAX:.3g} at |v| = {exercise.TANH_GAP_AT:.3f}, in double precision "
+            f"by up to {exercise.TANH_GAP_MAX:.2e} at |v| = {exercise.TANH_GAP_AT:.3f}, in double precision "
             "too. Use erff."
         )
     return hints
