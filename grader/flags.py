@@ -75,7 +75,7 @@ def byte_count_flags(
       row comes from the student's own run, whose shape the grader does not know: it is checked at the
       graded benchmark shape (a student who timed on the grading card's benchmark) and at the page's
       16384 x 1024 (a student who ran the page's program), and flagged only when neither matches. The flag
-      says how many elements the three numbers imply.
+      says how many elements the three numbers imply. Not checked when nothing was timed (rows/cols None).
     - GB/s above the floor measured here (with GBS_SLACK), or a fraction above 1 (the sentence's, or the
       row's x copy column): impossible, because the kernel moves exactly what the copy moves (x read once,
       out written once) and the copy is the fastest way to move it.
@@ -181,7 +181,7 @@ def implied_gbs(floats_per_elem: float, ms: float, rows: int, cols: int) -> floa
 
 def _consistency(row: StudentRow, rows: int | None, cols: int | None) -> list[Flag]:
     f, ms, gbs = row.floats_per_elem, row.ms, row.gbs
-    if not (f and ms and gbs):
+    if not (f and ms and gbs and rows and cols):  # nothing timed here: the graded shape is unknown
         return []
     tol = CONSISTENCY_RTOL + _half_unit(row.raw, ms) / ms + _half_unit(row.raw, gbs) / gbs
     shapes = []

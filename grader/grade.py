@@ -17,6 +17,8 @@ from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import check_params, kernel_args, plan_launch, source_signature
 from grader.device import Gpu, open_gpu
 from grader.errors import NoGpuError, SubmissionError
+from grader.flags import byte_count_flags
+from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
 from grader.source import read_submission
 from grader.timing import FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, TimingStats, bench_shape, gbs
@@ -80,6 +82,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     except NoGpuError as err:
         no_gpu = str(err)
     target = gpu.info.arch if gpu else (arch or DEFAULT_ARCH)
+    compiled = None
     try:
         compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), target)
         info = compiled.kernels[exercise.KERNEL_NAME]
@@ -92,10 +95,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
             report.verdict = "no-gpu"
             report.reason = (f"no GPU ({no_gpu}); compiled for {target} and checked the parameter list, "
                              "both fine; verification and timing need a CUDA GPU")
-            return report
-        _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed))
+        else:
+            _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed))
     except SubmissionError as err:
         report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
+    if compiled is not None:
+        _add_flags_and_hints(report, compiled, sub.contract)
     return report
 
 
@@ -172,11 +177,20 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
         f"{pct(report.fraction)} of the copy floor ({report.floor_gbs:.0f} GB/s, {report.floor_version}); "
         f"{pct(report.fraction_of_scalar_copy)} x the one-float-per-thread copy"
     )
-    if report.verdict == "fail":
-        report.hints.append(
-            "correct but slow: look at your bias index first (a flat index with i % cols costs an integer "
-            "division per element), then at the width of your loads and stores"
-        )
+
+
+def _add_flags_and_hints(report: GradeReport, compiled: Compiled, contract) -> None:
+    """Byte-count flags from the student's row and claim, and hints from the PTX. Neither changes the verdict."""
+    sub = next((t for t in report.table if t.version == exercise.KERNEL_NAME), None)
+    scalar = next((t.gbs for t in report.table if t.version == FLOOR_SCALAR), None)
+    report.hints += code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
+                               scalar_copy_gbs=scalar, floor_gbs=report.floor_gbs, floor_name=report.floor_version)
+    if report.verdict == "fail" and report.stage == "grade" and not report.hints:
+        report.hints.append("correct but slow: look at your bias index first, then at the width of your loads "
+                            "and stores (the page's Check)")
+    report.flags = byte_count_flags(contract.row, contract.claim, rows=report.bench_rows, cols=report.bench_cols,
+                                    floor_gbs=report.floor_gbs, measured_gbs=sub.gbs if sub else None,
+                                    measured_ms=sub.ms if sub else None, floor_name=report.floor_version)
 
 
 def _fill_table(report: GradeReport, stats: dict[str, TimingStats], n: int) -> None:

@@ -7,8 +7,8 @@
 // grade: grid = row
 // grade: block = 256
 // grade: elems_per_thread = 4
-// grade: row = biasGeluFused | 1 | 2 | 0.5232 | 4105.2
-// grade: claim = It reached 0.97 of the copy floor; it cannot exceed 1 because it reads one buffer and writes one, exactly what the copy moves.
+// grade: row = biasGeluFused | 1 | 2 | 0.4881 | 4124.5 | 0.96
+// grade: claim = It reached 0.96 of the copy floor; it cannot exceed 1 because it reads one buffer and writes one, exactly what the copy moves.
 
 __device__ __forceinline__ float geluErf(float v) {
     return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));

@@ -66,7 +66,7 @@ def test_json_output_is_one_report(capsys):
     assert main([str(SUBMISSIONS / "gold_float4.cu"), "--json"]) == EXIT_NO_GPU
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"] == "no-gpu" and report["compile"]["arch"] == "sm_90"
-    assert report["contract"]["row"]["gbs"] == 4105.2
+    assert report["contract"]["row"]["gbs"] == 4124.5
 
 
 def test_json_schema(capsys):
