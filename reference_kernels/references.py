@@ -1,0 +1,178 @@
+"""float64 numpy references for the reference kernels, the RoPE tables, and bf16 bit conversion.
+
+Formulas:
+- RoPE: RoFormer (Su et al., arXiv:2104.09864), eq. 15 and its block-diagonal rotation: pair j of a head of
+  width D at position pos is rotated by pos * base^(-2j/D): out0 = x0 cos - x1 sin, out1 = x0 sin + x1 cos.
+  "interleaved" pairs dimensions (2j, 2j+1) (the paper, GPT-NeoX); "half" pairs (j, j + D/2) (Llama,
+  Hugging Face). The course page (day 96) and the second document (`001_...`) give both.
+- GELU: grader.reference.gelu_erf and gelu_tanh (PyTorch's approximate='none' and 'tanh').
+- bf16: the high 16 bits of an IEEE float32; narrowing rounds to nearest, ties to even.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.reference import gelu_erf, gelu_tanh
+
+LAYOUTS = ("bshd", "bhsd")
+"""Tensor layouts: [B, S, H, D] (the course page's indexing) and [B, H, S, D] (the second document's)."""
+
+PAIRINGS = ("interleaved", "half")
+
+DEFAULT_BASE = 10000.0
+LONG_CONTEXT_BASE = 500000.0
+
+
+# --- RoPE --------------------------------------------------------------------------------------------
+def rope_angles(seq: int, dim: int, base: float = DEFAULT_BASE) -> np.ndarray:
+    """Angles pos * base^(-2j/D) in radians, float64 [seq, dim/2] (pos = row, j = column).
+
+    Raises ValueError if dim is odd or not positive.
+    """
+    if dim <= 0 or dim % 2:
+        raise ValueError(f"head width must be even and positive, got {dim}")
+    j = np.arange(dim // 2, dtype=np.float64)
+    theta = base ** (-2.0 * j / dim)
+    return np.arange(seq, dtype=np.float64)[:, None] * theta[None, :]
+
+
+def rope_tables(seq: int, dim: int, base: float = DEFAULT_BASE) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' cos and sin tables: float64 cos and sin of rope_angles, rounded once to float32.
+    Returns (cos, sin), each float32 [seq, dim/2], C-contiguous."""
+    a = rope_angles(seq, dim, base)
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
+def rope_reference(x: np.ndarray, layout: str, pairing: str, base: float = DEFAULT_BASE) -> np.ndarray:
+    """RoPE of `x` in float64 with float64 cos and sin (no table rounding).
+
+    x: [B, S, H, D] for layout 'bshd' or [B, H, S, D] for 'bhsd', any float dtype, D even.
+    pairing: 'interleaved' (2j, 2j+1) or 'half' (j, j + D/2). Returns float64, the shape of x.
+    Raises ValueError for an unknown layout or pairing.
+    """
+    if layout not in LAYOUTS or pairing not in PAIRINGS:
+        raise ValueError(f"layout must be one of {LAYOUTS} and pairing one of {PAIRINGS}")
+    x = np.asarray(x, dtype=np.float64)
+    seq, dim = (x.shape[1] if layout == "bshd" else x.shape[2]), x.shape[3]
+    a = rope_angles(seq, dim, base)
+    c, s = np.cos(a), np.sin(a)
+    shape = (1, seq, 1, dim // 2) if layout == "bshd" else (1, 1, seq, dim // 2)
+    c, s = c.reshape(shape), s.reshape(shape)
+    if pairing == "interleaved":
+        first, second = np.s_[..., 0::2], np.s_[..., 1::2]
+    else:
+        first, second = np.s_[..., : dim // 2], np.s_[..., dim // 2 :]
+    out = np.empty_like(x)
+    x0, x1 = x[first], x[second]
+    out[first] = x0 * c - x1 * s
+    out[second] = x0 * s + x1 * c
+    return out
+
+
+def rope_error_bound(x: np.ndarray, pairing: str) -> np.ndarray:
+    """Largest |float32 kernel - float64 reference| allowed per element: 8 u (|x0| + |x1|), u = 2^-24,
+    float64, the shape of x.
+
+    Why: with c, s rounded once to float32 (relative error <= u each), x0 c and x1 s rounded (<= u each, or
+    exact inside an FMA) and the sum rounded (<= u), the error of out0 = x0 c - x1 s is at most
+    3u (|x0| |c| + |x1| |s|) + O(u^2) <= 3u (|x0| + |x1|); likewise out1. 8u leaves a factor 2.6 of margin
+    and is still 2^-21 of the pair's size, so a wrong pairing, angle or position (errors of order |x|) fails.
+    """
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    dim = x.shape[-1]
+    if pairing == "interleaved":
+        size = x[..., 0::2] + x[..., 1::2]
+        pair_size = np.repeat(size, 2, axis=-1)
+    else:
+        size = x[..., : dim // 2] + x[..., dim // 2 :]
+        pair_size = np.concatenate([size, size], axis=-1)
+    return 8.0 * 2.0**-24 * pair_size
+
+
+# --- The chain -----------------------------------------------------------------------------------------
+def add_bias(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """x [rows, cols] + bias [cols] in float64."""
+    return x.astype(np.float64) + bias.astype(np.float64)[None, :]
+
+
+def chain_reference(x: np.ndarray, bias: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The whole chain in float64: GELU_erf(x + bias[col]) + r. x, r: [rows, cols]; bias: [cols]."""
+    return gelu_erf(add_bias(x, bias)) + r.astype(np.float64)
+
+
+# --- bf16 ----------------------------------------------------------------------------------------------
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16, any shape) to float32, exactly (the bits become the float's high half)."""
+    bits = np.asarray(bits, dtype=np.uint16)
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 (any shape) to bf16 bit patterns (uint16), rounding to nearest with ties to even; finite values
+    beyond the bf16 range round to inf; NaN stays NaN (made quiet). The kernel's floatToBf16, in numpy."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    quiet = (u >> np.uint32(16)) | np.uint32(0x0040)
+    return np.where(nan, quiet, rounded).astype(np.uint16)
+
+
+def f64_to_bf16(x: np.ndarray) -> np.ndarray:
+    """float64 (any shape) to bf16 bit patterns (uint16), rounded once to nearest with ties to even (no
+    double rounding through float32: the float32 step is made to round toward zero and keep a sticky bit)."""
+    x = np.asarray(x, dtype=np.float64)
+    f = x.astype(np.float32)
+    # float32 rounding moved the value; step back toward zero so the float32 never lands on a bf16 tie that
+    # x itself was not on, then mark the lost bits in the lowest bit (sticky) so ties stay exact ties only.
+    inexact = f.astype(np.float64) != x
+    toward_zero = np.abs(f.astype(np.float64)) > np.abs(x)
+    u = f.view(np.uint32).copy()
+    u = np.where(inexact & toward_zero, u - np.uint32(1), u)
+    u = np.where(inexact, u | np.uint32(1), u)
+    return f32_to_bf16(np.where(np.isfinite(x), u.view(np.float32), f))
+
+
+BF16_REL = 2.0**-8
+"""Unit roundoff of bf16 (8 significant bits): rounding to nearest moves a value by at most 2^-8 of it."""
+
+BF16_F32_SLACK = 2.0**-20
+"""Allowance for the float32 arithmetic before the final rounding, relative to |ref| + |x|: see
+gelu_bf16_tolerance."""
+
+
+BF16_MAX_ROUNDING_MISMATCH = 0.05
+"""Largest share of elements whose bf16 output may differ from the float64 reference rounded to bf16. A
+correct kernel differs only where float32 error moves a value across a rounding boundary (0.6% of x uniform
+in [-4, 4] in a numpy float32 emulation, mostly at x < -2 where 1 + tanh cancels); truncation differs at 60%."""
+
+
+def gelu_bf16_tolerance(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Largest |bf16 kernel - float64 reference| allowed per element of the bf16 tanh GELU, float64.
+
+    tol = 2^-8 |ref| + 2^-20 (|ref| + |x|), x the (exactly representable) bf16 inputs and ref = GELU_tanh(x)
+    in float64. Why:
+    - The kernel computes r32 in float32 and rounds it once to bf16: |bf16(r32) - r32| <= 2^-8 |r32|.
+    - |r32 - ref| is float32 rounding: a few ulp (2^-24 each) of |ref|, tanhf's 2 ulp, and the cancellation in
+      1 + tanh(..) for x << 0, which costs up to about 2^-24 * 0.5 |x| absolute. 2^-20 (|ref| + |x|) is 16x
+      more than 2^-24 (|ref| + |x|), above the sum of those terms.
+    The bound is loose enough that the erf/tanh swap (4.7e-4 at |x| = 2.7, where the bound is 1.05e-2) hides
+    inside bf16 rounding; the float32 chain gates catch that swap. A truncating store (instead of rounding)
+    breaks the bound on about a third of uniform inputs, and BF16_MAX_ROUNDING_MISMATCH catches it as well.
+    """
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    ref = np.abs(np.asarray(ref, dtype=np.float64))
+    return BF16_REL * ref + BF16_F32_SLACK * (ref + x)
+
+
+def gelu_tanh_bf16_reference(bits: np.ndarray) -> np.ndarray:
+    """float64 GELU_tanh of bf16 inputs given as uint16 bits (any shape)."""
+    return gelu_tanh(bf16_to_f32(bits).astype(np.float64))
+
+
+__all__ = [
+    "LAYOUTS", "PAIRINGS", "DEFAULT_BASE", "LONG_CONTEXT_BASE", "rope_angles", "rope_tables", "rope_reference",
+    "rope_error_bound", "add_bias", "chain_reference", "bf16_to_f32", "f32_to_bf16", "gelu_bf16_tolerance",
+    "gelu_tanh_bf16_reference", "gelu_erf", "gelu_tanh", "BF16_REL", "BF16_F32_SLACK",
+    "BF16_MAX_ROUNDING_MISMATCH", "f64_to_bf16",
+]
