@@ -1,0 +1,748 @@
+"""`grade batch` and `grade merge`: grade a whole class, each submission in its own process, resumably.
+
+  grade batch PATH... [--out DIR] [--compile-limit S] [--run-limit S] [--shard K/N] [--gpus LIST]
+                      [--workers N] [--limit N] [--retry-errors] [--regrade] [--arch sm_XY] [--seed N]
+                      [--format gradebook|gradescope] [--quiet]
+  grade merge OUT RESULTS...
+
+Submissions: a PATH that is a file is one submission (id: the file's stem); a folder holds one submission
+per `.cu` file (id: the stem) or per student folder holding exactly one `.cu` file (id: the folder's name).
+Links are followed only inside the folder given (or, for a file given directly, inside its folder): a link
+pointing elsewhere is refused before anything is read.
+
+Isolation: every submission is compiled, verified and timed by `python -m grader.worker` (grader.worker), a
+fresh process pinned to one GPU with CUDA_VISIBLE_DEVICES, started from an empty folder. The worker reports
+its stage; the batch stops it when the compile stage passes --compile-limit or the start-up or run stage
+passes --run-limit, and records an error row with the reason; a worker that dies (a fault, a signal) is an
+error row too. One worker runs per GPU, so no two timings share a GPU; the next worker is started (imports
+done, CUDA untouched) while the current one runs. The batch never initialises CUDA itself: GPUs are counted
+by a short-lived `python -m grader.worker --probe`.
+
+Resume: each row is appended to OUT/results.jsonl (flush + fsync) the moment it is known. A row is reused
+when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version and a digest of
+the grader's source, --arch, --seed, the GPU model(s) seen). A rerun of the same command grades only what is
+missing. --retry-errors regrades rows whose verdict is error; --regrade regrades everything. (The id is in
+the key too: two students who hand in the same bytes get a row each.)
+
+Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
+name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT/results.json for Gradescope.
+
+Exit codes:
+  0  every submission has a row (whatever the verdicts)
+  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable
+  3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
+  4  incomplete: --limit reached or interrupted (Ctrl-C, SIGTERM); run the same command again to finish
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grader
+from grader import gradebook as gb
+from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
+from grader.report import GradeReport
+from grader.source import MAX_SOURCE_BYTES, safe_source_name
+
+EXIT_INCOMPLETE = 4
+DEFAULT_COMPILE_LIMIT = 60.0
+"""Seconds NVRTC may take on one submission (the examples compile in under a second)."""
+DEFAULT_RUN_LIMIT = 120.0
+"""Seconds for start-up (imports, CUDA context) and, separately, for verification plus timing (the timer
+stops itself after about 20 s, twice that for a borderline kernel)."""
+PROBE_TIMEOUT = 120.0
+PROBE_COMMAND = [sys.executable, "-m", "grader.worker", "--probe"]
+WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
+"""How a worker is started (tests replace it with a stand-in)."""
+RESULT_SOURCES = ("*.py", "kernels/*.cu")
+NOT_RESULT_SOURCES = {"batch.py", "gradebook.py", "worker.py", "cli.py"}
+"""Grader files whose digest is part of the resume key: a change to any of them regrades (the batch's own
+files are left out: they do not change a grade)."""
+
+
+# --- finding submissions -------------------------------------------------------------------------------
+@dataclass
+class Item:
+    """One submission to grade: `id`, `path` as given (shown in outputs), `real` (resolved, inside the batch
+    folder), `name` (the safe file name the worker grades it under), its bytes' `sha256`, and `problem`
+    (a reason it cannot be graded, found before reading: then it becomes an error row without a worker)."""
+
+    id: str
+    path: str
+    real: Path | None = None
+    name: str = "submission.cu"
+    sha256: str | None = None
+    problem: str | None = None
+    key: str = ""
+
+
+def discover(paths: list[str]) -> list[Item]:
+    """The submissions under `paths` (module docstring), sorted by id; ids made unique with `~2`, `~3`.
+
+    Never raises for a bad path: a missing path, a link pointing outside, a folder without exactly one .cu
+    file, a file that is not a regular file or is over the size cap each become an Item with `problem` set.
+    """
+    items: list[Item] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists() and not p.is_symlink():
+            items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder"))
+        elif p.is_dir() and not p.is_symlink():
+            root = p.resolve()
+            for entry in sorted(p.iterdir()):
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
+                    if entry.is_symlink() and not _inside(entry.resolve(), root):
+                        items.append(Item(id=entry.name, path=str(entry),
+                                          problem=f"{entry}: a link pointing outside {root}; refused without reading it"))
+                    else:
+                        items.append(_student_folder(entry, root))
+                elif entry.name.lower().endswith(".cu"):
+                    items.append(_file_item(entry, entry.stem, root))
+        else:
+            items.append(_file_item(p, p.stem, p.parent.resolve()))
+    seen: dict[str, int] = {}
+    for it in items:
+        n = seen.get(it.id, 0) + 1
+        seen[it.id] = n
+        if n > 1:
+            it.id = f"{it.id}~{n}"
+    return sorted(items, key=lambda it: it.id)
+
+
+def _inside(real: Path, root: Path) -> bool:
+    return real == root or root in real.parents
+
+
+def _student_folder(folder: Path, root: Path) -> Item:
+    """The one .cu file under `folder` (searched without entering linked folders or hidden ones)."""
+    found = []
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(here) / f for f in sorted(files) if f.lower().endswith(".cu") and not f.startswith("."))
+    if len(found) != 1:
+        listing = ", ".join(str(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
+        what = "no .cu file" if not found else f"{len(found)} .cu files ({listing}); expected one"
+        return Item(id=folder.name, path=str(folder), problem=f"{folder}: student folder with {what}")
+    return _file_item(found[0], folder.name, root)
+
+
+def _file_item(p: Path, id: str, root: Path) -> Item:
+    """An Item for the file at `p`, checked without reading beyond the size cap (and not at all if it is a
+    link pointing outside `root`, not a regular file, or too large)."""
+    item = Item(id=id, path=str(p))
+    try:
+        real = p.resolve(strict=True)
+    except (OSError, RuntimeError):
+        item.problem = f"{p}: a link to nothing, or a link loop"
+        return item
+    if not _inside(real, root):
+        item.problem = f"{p}: a link pointing outside {root}; refused without reading it"
+        return item
+    try:
+        st = real.stat()
+    except OSError as err:
+        item.problem = f"{p}: cannot be read ({err.strerror})"
+        return item
+    if real.is_dir():
+        item.problem = f"{p}: is a folder, not a .cu file"
+        return item
+    if not real.is_file():
+        item.problem = f"{p}: not a regular file"
+        return item
+    if st.st_size > MAX_SOURCE_BYTES:
+        item.problem = f"{p}: {st.st_size} bytes is over the {MAX_SOURCE_BYTES}-byte cap for a submission"
+        return item
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as err:
+        item.problem = f"{p}: cannot be read ({err.strerror})"
+        return item
+    item.real, item.sha256 = real, hashlib.sha256(raw).hexdigest()
+    name = safe_source_name(p.name)
+    item.name = name if name.strip(".") else "submission.cu"
+    return item
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'K/N' -> (K, N) with 1 <= K <= N. Raises ValueError."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--shard {text!r}: write K/N with 1 <= K <= N, e.g. 1/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard(items: list[Item], k: int, n: int) -> list[Item]:
+    """Shard k of n (1-based): items k-1, k-1+n, ... of the list sorted by id. Deterministic: every machine
+    that sees the same folder gets the same slice, and the n slices cover the class exactly once."""
+    ordered = sorted(items, key=lambda it: it.id)
+    return ordered[k - 1 :: n]
+
+
+# --- settings and resume keys --------------------------------------------------------------------------
+def grader_digest() -> str:
+    """sha256 (first 16 hex digits) of the grader files a grade depends on (RESULT_SOURCES)."""
+    base = Path(grader.__file__).parent
+    h = hashlib.sha256()
+    for pattern in RESULT_SOURCES:
+        for f in sorted(base.glob(pattern)):
+            if f.name not in NOT_RESULT_SOURCES:
+                h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def settings_for(arch: str | None, seed: int | None, cards: list[str]) -> dict[str, object]:
+    """The grader settings a result depends on: part of every row's key (module docstring)."""
+    return {"grader": grader.__version__, "grader_source": grader_digest(), "arch": arch, "seed": seed,
+            "cards": sorted(set(cards))}
+
+
+def result_key(item: Item, settings: dict[str, object]) -> str:
+    """The resume key of `item` under `settings`: sha256 of its id, its content hash (or, for an item that
+    cannot be read, its problem) and the settings. The id is part of it: two students who hand in the same
+    bytes get a row each."""
+    what = {"id": item.id, "sha256": item.sha256} if item.sha256 else {"id": item.id, "problem": item.problem}
+    return hashlib.sha256(json.dumps({**what, **settings}, sort_keys=True).encode()).hexdigest()
+
+
+# --- GPUs ----------------------------------------------------------------------------------------------
+@dataclass
+class GpuPlan:
+    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, and why there is
+    no GPU when there is none."""
+
+    entries: list[str | None]
+    names: list[str]
+    reason: str = ""
+
+
+def probe_gpus() -> tuple[int, list[str], str]:
+    """(count, names, reason) of the GPUs visible to this process's environment, found by a short-lived
+    child (this process never initialises CUDA: a forked or later-spawned CUDA user must start clean)."""
+    try:
+        out = subprocess.run(PROBE_COMMAND, capture_output=True,
+                             timeout=PROBE_TIMEOUT, env=_child_env(None), cwd=tempfile.gettempdir(), text=True)
+        info = json.loads(out.stdout.strip().splitlines()[-1])
+        return int(info["count"]), list(info["names"]), str(info.get("reason", ""))[:120]
+    except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
+        return 0, [], f"the GPU probe failed ({type(err).__name__})"
+
+
+def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
+    """One slot per visible GPU (or per entry of `gpus`, positions among the visible ones, e.g. '0,2');
+    `workers` slots without a GPU when none is visible."""
+    count, names, reason = probe_gpus()
+    if count == 0:
+        return GpuPlan(entries=[None] * max(1, workers), names=[], reason=reason)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [e.strip() for e in visible.split(",")][:count] if visible else [str(i) for i in range(count)]
+    chosen = list(range(count))
+    if gpus:
+        chosen = [int(g) for g in gpus.split(",") if g.strip()]
+        if any(not 0 <= g < count for g in chosen) or len(set(chosen)) != len(chosen):
+            raise ValueError(f"--gpus {gpus}: {count} GPU(s) visible, give distinct positions 0..{count - 1}")
+    return GpuPlan(entries=[ids[g] for g in chosen], names=[names[g] for g in chosen])
+
+
+def _child_env(entry: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if entry is not None:
+        env["CUDA_VISIBLE_DEVICES"] = entry
+    here = str(Path(grader.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+# --- workers ---------------------------------------------------------------------------------------------
+@dataclass
+class Worker:
+    """A started `python -m grader.worker`: its process, message pipe and stderr log."""
+
+    popen: subprocess.Popen
+    rfd: int
+    log: object
+    spawned: float
+    ready: float | None = None
+    buf: bytes = b""
+    eof: bool = False
+    messages: list[dict] = field(default_factory=list)
+
+    def read(self) -> None:
+        """Read what the pipe holds; complete JSON lines go to `messages`; EOF sets `eof`."""
+        try:
+            chunk = os.read(self.rfd, 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.eof = True
+            return
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            try:
+                self.messages.append(json.loads(line))
+            except ValueError:
+                pass
+
+    def stop(self) -> None:
+        """Kill the process (if alive), reap it and close its pipe."""
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait()
+        self.close()
+
+    def close(self) -> None:
+        for closer in (lambda: os.close(self.rfd), self.log.close, lambda: self.popen.stdin and self.popen.stdin.close()):
+            try:
+                closer()
+            except OSError:
+                pass
+
+    def stderr_tail(self) -> str:
+        """The last line of the worker's stderr (a Python exception's one-line summary), at most 200 chars."""
+        try:
+            self.log.seek(0)
+            lines = [ln for ln in self.log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            return ""
+        return lines[-1].strip()[:200] if lines else ""
+
+
+def spawn(entry: str | None, tmp: Path) -> Worker:
+    """Start a worker pinned to GPU `entry` (a CUDA_VISIBLE_DEVICES value; None: none set), in the empty
+    folder `tmp`, in its own session (a Ctrl-C reaches the batch only; the batch stops its workers)."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    log = tempfile.TemporaryFile(dir=tmp)
+    env = _child_env(entry)
+    env["TMPDIR"] = str(tmp)
+    popen = subprocess.Popen([*WORKER_COMMAND, "--fd", str(w)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=log, pass_fds=(w,), env=env, cwd=tmp, start_new_session=True)
+    os.close(w)
+    return Worker(popen=popen, rfd=r, log=log, spawned=time.monotonic())
+
+
+@dataclass
+class Job:
+    """A submission being graded in a slot: its worker, the stage it reported, and the deadline of that stage."""
+
+    item: Item
+    worker: Worker
+    started: float
+    stage: str = "setup"
+    deadline: float = 0.0
+    result: dict | None = None
+
+
+@dataclass
+class Slot:
+    """One GPU (or, without a GPU, one CPU worker): the job running there and the standby worker."""
+
+    entry: str | None
+    job: Job | None = None
+    standby: Worker | None = None
+
+
+STAGE_OF = {"setup": "setup", "compiling": "compile", "running": "run", "verifying": "run", "timing": "run"}
+
+
+def timeout_reason(stage: str, compile_limit: float, run_limit: float) -> str:
+    """The reason recorded when a worker is stopped at its stage's time limit."""
+    if stage == "compiling":
+        return (f"compile time limit exceeded: NVRTC ran for more than {compile_limit:g} s (deep template "
+                "recursion or a huge unrolled loop?); the grading process was stopped")
+    if stage == "setup":
+        return f"the grading process did not start within {run_limit:g} s (CUDA start-up hung?); it was stopped"
+    doing = {"verifying": "while verifying at the ragged shapes", "timing": "while being timed"}.get(stage, "")
+    return (f"run time limit exceeded: the kernel did not finish within {run_limit:g} s {doing} (an endless loop "
+            "such as while(1), or a kernel far too slow to time); the grading process was stopped").replace("  ", " ")
+
+
+def died_reason(stage: str, returncode: int | None, tail: str) -> str:
+    """The reason recorded when a worker exits without a result."""
+    if returncode is not None and returncode < 0:
+        try:
+            how = signal.Signals(-returncode).name
+        except ValueError:
+            how = f"signal {-returncode}"
+    else:
+        how = f"exit code {returncode}"
+    where = {"setup": "start-up", "compiling": "compilation", "running": "the run", "verifying": "verification",
+             "timing": "timing"}.get(stage, stage)
+    return f"the grading process died during {where} ({how})" + (f": {tail}" if tail else "")
+
+
+class Progress:
+    """The progress line on stderr: count, current students, time left. Redrawn in place on a terminal; one
+    line per finished submission otherwise; nothing when quiet."""
+
+    def __init__(self, total: int, already: int, slots: int, quiet: bool, stream=None) -> None:
+        self.total, self.already, self.slots, self.quiet = total, already, slots, quiet
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.durations: list[float] = []
+        self.done = 0
+
+    def line(self, running: list[str], left: int) -> str:
+        eta = "estimating time left"
+        if self.durations:
+            per = sum(self.durations) / len(self.durations)
+            secs = per * (left + 0.5 * len(running)) / max(1, self.slots)
+            eta = f"about {_duration(secs)} left"
+        now = ", ".join(gb.printable(r, 24) for r in running[:4]) + (" ..." if len(running) > 4 else "")
+        skipped = f" ({self.already} already graded)" if self.already else ""
+        return f"grade batch: {self.done + self.already}/{self.total}{skipped}; now: {now or '-'}; {eta}"
+
+    def update(self, running: list[str], left: int, finished: str | None = None) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            self.stream.write("\r\x1b[K" + self.line(running, left)[:200])
+            self.stream.flush()
+        elif finished:
+            self.stream.write(self.line(running, left) + f"  [{finished}]\n")
+            self.stream.flush()
+
+    def end(self) -> None:
+        if self.tty and not self.quiet:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
+
+
+class Interrupted(Exception):
+    """Raised in the batch by SIGINT or SIGTERM (a Slurm time limit sends SIGTERM)."""
+
+
+def run_jobs(todo: list[Item], slots: list[Slot], *, compile_limit: float, run_limit: float, arch: str | None,
+             seed: int | None, on_result, progress: Progress, tmp: Path) -> bool:
+    """Grade `todo` on `slots`, one worker per submission, calling on_result(item, report, phases, entry) as
+    each result is known. Returns True when every item got a result, False when interrupted (the jobs in
+    flight are stopped and left for the next run)."""
+    pending = list(todo)
+    sel = selectors.DefaultSelector()
+    watched: dict[int, Worker] = {}
+
+    def watch(w: Worker) -> None:
+        sel.register(w.rfd, selectors.EVENT_READ, w)
+        watched[w.rfd] = w
+
+    def unwatch(w: Worker) -> None:
+        if w.rfd in watched:
+            sel.unregister(w.rfd)
+            del watched[w.rfd]
+
+    def running_ids() -> list[str]:
+        return [s.job.item.id for s in slots if s.job]
+
+    def finish(slot: Slot, report: GradeReport, phases: dict[str, float]) -> None:
+        job = slot.job
+        slot.job = None
+        unwatch(job.worker)
+        job.worker.stop()
+        progress.durations.append(time.monotonic() - job.started)
+        on_result(job.item, report, phases, slot.entry)
+        progress.done += 1
+        progress.update(running_ids(), len(pending), finished=f"{job.item.id}: {report.verdict}")
+
+    try:
+        while pending or any(s.job for s in slots):
+            for slot in slots:
+                if slot.job or not pending:
+                    continue
+                item = pending.pop(0)
+                w = slot.standby or spawn(slot.entry, tmp)
+                slot.standby = None
+                if w.rfd not in watched:
+                    watch(w)
+                now = time.monotonic()
+                slot.job = Job(item=item, worker=w, started=now, deadline=now + run_limit)
+                job = {"path": str(item.real), "sha256": item.sha256, "name": item.name, "display": item.path,
+                       "arch": arch, "seed": seed}
+                try:
+                    w.popen.stdin.write((json.dumps(job) + "\n").encode())
+                    w.popen.stdin.flush()
+                except OSError:
+                    pass  # the worker died before reading: its EOF is handled below
+                if pending:
+                    slot.standby = spawn(slot.entry, tmp)
+                    watch(slot.standby)
+                progress.update(running_ids(), len(pending))
+            deadlines = [s.job.deadline for s in slots if s.job]
+            wait = max(0.0, min([*deadlines, time.monotonic() + 1.0]) - time.monotonic())
+            for key, _ in sel.select(timeout=min(wait, 1.0)):
+                key.data.read()
+            now = time.monotonic()
+            for slot in slots:
+                if slot.standby and (slot.standby.messages or slot.standby.eof):
+                    for msg in slot.standby.messages:
+                        if msg.get("event") == "ready":
+                            slot.standby.ready = now
+                    slot.standby.messages.clear()
+                    if slot.standby.eof:  # a standby that died: start another when needed
+                        unwatch(slot.standby)
+                        slot.standby.stop()
+                        slot.standby = None
+                job = slot.job
+                if not job:
+                    continue
+                w = job.worker
+                for msg in w.messages:
+                    event = msg.get("event")
+                    if event == "ready" and w.ready is None:
+                        w.ready = now
+                    elif event == "stage":
+                        job.stage = msg.get("stage", job.stage)
+                        if job.stage == "compiling":
+                            job.deadline = now + compile_limit
+                        elif job.stage == "running":
+                            job.deadline = now + run_limit
+                    elif event == "result":
+                        job.result = msg
+                w.messages.clear()
+                if job.result is not None:
+                    phases = dict(job.result.get("phases", {}))
+                    phases["start"] = (w.ready or now) - w.spawned
+                    finish(slot, GradeReport.model_validate(job.result["report"]), phases)
+                elif w.eof or w.popen.poll() is not None and not _readable(w):
+                    w.stop()
+                    reason = died_reason(job.stage, w.popen.returncode, w.stderr_tail())
+                    finish(slot, _error_report(job.item, STAGE_OF.get(job.stage, job.stage), reason), {})
+                elif now > job.deadline:
+                    w.stop()
+                    finish(slot, _error_report(job.item, STAGE_OF.get(job.stage, job.stage),
+                                               timeout_reason(job.stage, compile_limit, run_limit)), {})
+        return True
+    except Interrupted:
+        return False
+    finally:
+        for slot in slots:
+            for w in (slot.standby, slot.job.worker if slot.job else None):
+                if w:
+                    unwatch(w)
+                    w.stop()
+            slot.job = slot.standby = None
+        sel.close()
+
+
+def _readable(w: Worker) -> bool:
+    """Read what is left in an exited worker's pipe; True while more may come."""
+    w.read()
+    return not w.eof and bool(w.buf)
+
+
+def _error_report(item: Item, stage: str, reason: str) -> GradeReport:
+    return GradeReport(file=item.path, sha256=item.sha256 or "", verdict="error", stage=stage, reason=reason)
+
+
+# --- the command ---------------------------------------------------------------------------------------
+def batch_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="grade batch",
+        description="Grade a class: every submission compiled, verified and timed in its own process, one per "
+        "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
+        epilog="exit codes: 0 every submission has a row; 2 usage error; 3 no GPU (static checks only); "
+        "4 incomplete (--limit or interrupted: run again to finish)",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
+                   "per student holding one .cu), or .cu files")
+    p.add_argument("--out", default="results", help="folder for results.jsonl and the gradebook (default: results)")
+    p.add_argument("--compile-limit", type=float, default=DEFAULT_COMPILE_LIMIT, metavar="S",
+                   help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
+    p.add_argument("--run-limit", type=float, default=DEFAULT_RUN_LIMIT, metavar="S",
+                   help=f"seconds for start-up, and for verification plus timing (default {DEFAULT_RUN_LIMIT:g})")
+    p.add_argument("--shard", metavar="K/N", help="grade only slice K of N (1-based; sorted by id, round robin)")
+    p.add_argument("--gpus", metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); default all")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="parallel workers when there is no GPU (static checks only); default 1")
+    p.add_argument("--limit", type=int, metavar="N", help="grade at most N submissions in this run (exit 4 if "
+                   "some are left; a rerun continues)")
+    p.add_argument("--retry-errors", action="store_true", help="regrade submissions whose recorded verdict is error")
+    p.add_argument("--regrade", action="store_true", help="ignore earlier results and grade everything again")
+    p.add_argument("--arch", default=None, help="compile target when there is no GPU (default sm_90)")
+    p.add_argument("--seed", type=int, help="the same input seed for every submission (default: fresh per run)")
+    p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
+                   help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    return p
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
+                                "files, or folders holding them) into one gradebook in OUT.",
+                                epilog="exit codes: 0 merged; 2 nothing readable to merge")
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json and summary.md")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """`grade batch ...` or `grade merge ...` (argv[0] is 'batch' or 'merge'); returns the exit code."""
+    if argv and argv[0] == "merge":
+        return merge_main(argv[1:])
+    return batch_main(argv[1:] if argv and argv[0] == "batch" else argv)
+
+
+def batch_main(argv: list[str]) -> int:
+    """`grade batch` (module docstring); returns the exit code."""
+    parser = batch_parser()
+    args = parser.parse_args(argv)
+    try:
+        k, n = parse_shard(args.shard) if args.shard else (1, 1)
+        if args.compile_limit <= 0 or args.run_limit <= 0 or args.workers < 1 or (args.limit is not None and args.limit < 0):
+            raise ValueError("--compile-limit, --run-limit, --workers and --limit must be positive")
+    except ValueError as err:
+        parser.error(str(err))
+    items = discover(args.paths)
+    if args.shard:
+        items = shard(items, k, n)
+    if args.format == "gradescope" and len(items) != 1:
+        return _usage(f"--format gradescope grades one submission; {len(items)} found")
+    if not items:
+        return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    try:
+        plan = plan_gpus(args.gpus, args.workers)
+    except ValueError as err:
+        return _usage(str(err))
+    settings = settings_for(args.arch, args.seed, plan.names)
+    for it in items:
+        it.key = result_key(it, settings)
+    out = Path(args.out)
+    suffix = f".shard-{k}-of-{n}" if args.shard else ""
+    try:
+        store = gb.ResultStore(out / f"results{suffix}.jsonl")
+    except OSError as err:
+        return _usage(f"cannot write {out / f'results{suffix}.jsonl'} ({err.strerror or err}); is another batch "
+                      "using this folder?")
+    known: dict[str, gb.BatchResult] = {}
+    for f in sorted(out.glob("results*.jsonl")):
+        for row in gb.load_rows(f)[0]:
+            known[row.key] = row
+    todo = [it for it in items if args.regrade or it.key not in known
+            or (args.retry_errors and known[it.key].verdict == "error")]
+    todo_keys = {it.key for it in todo}
+    results: dict[str, gb.BatchResult] = {it.key: known[it.key] for it in items
+                                          if it.key in known and it.key not in todo_keys}
+    progress = Progress(len(items), len(results), len(plan.entries), args.quiet)
+
+    def record(item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
+        row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
+                             grader_version=grader.__version__, device=entry, phases=phases)
+        store.append(row)
+        results[item.key] = row
+
+    if args.limit is not None:
+        todo = todo[: args.limit]
+    for it in [it for it in todo if it.problem]:
+        record(it, _error_report(it, "input", it.problem), {}, None)
+        progress.done += 1
+    todo = [it for it in todo if not it.problem]
+    complete = True
+    tmp = Path(tempfile.mkdtemp(prefix="grade-batch-"))
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    stopping = []
+
+    def interrupt(signum, frame):
+        if not stopping:  # once: a second Ctrl-C must not break the clean-up
+            stopping.append(signum)
+            raise Interrupted()
+
+    try:
+        for s in old:
+            signal.signal(s, interrupt)
+        if todo:
+            slots = [Slot(entry=e) for e in plan.entries]
+            complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
+                                arch=args.arch, seed=args.seed, on_result=record, progress=progress, tmp=tmp)
+    except Interrupted:
+        complete = False
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        progress.end()
+        store.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = [results[it.key] for it in items if it.key in results]
+    complete = complete and len(rows) == len(items)
+    book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard,
+                                                         "compile_limit": args.compile_limit, "run_limit": args.run_limit})
+    paths = gb.write_outputs(book, out, suffix)
+    if args.format == "gradescope" and rows and rows[0].report:
+        paths["gradescope"] = out / "results.json"
+        gb.write_json(paths["gradescope"], gb.gradescope_results(rows[0].report))
+    if not args.quiet:
+        _print_summary(book, paths, plan, complete, len(items) - len(rows))
+    if not complete:
+        return EXIT_INCOMPLETE
+    return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.names else EXIT_PASS
+
+
+def merge_main(argv: list[str]) -> int:
+    """`grade merge OUT RESULTS...`: the latest row of each id over all inputs, written as one gradebook."""
+    args = merge_parser().parse_args(argv)
+    files: list[Path] = []
+    for raw in args.results:
+        p = Path(raw)
+        if p.is_dir():
+            files.extend(sorted(p.glob("results*.jsonl")))
+        elif p.is_file():
+            files.append(p)
+        else:
+            return _usage(f"{raw}: no such file or folder")
+    rows, bad = [], 0
+    for f in files:
+        got, b = gb.load_rows(f)
+        rows.extend(got)
+        bad += b
+    if not rows:
+        return _usage("nothing to merge: no result rows in " + " ".join(args.results))
+    merged = list(gb.latest_by_id(rows).values())
+    versions = sorted({r.grader_version for r in merged})
+    book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
+                                                            "unreadable_lines": bad})
+    paths = gb.write_outputs(book, Path(args.out))
+    if not args.quiet:
+        print(f"merged {len(merged)} submissions from {len(files)} file(s)"
+              + (f"; {bad} unreadable line(s) skipped" if bad else ""))
+        for kind, path in paths.items():
+            print(f"  {kind}: {path}")
+    return EXIT_PASS
+
+
+def _usage(message: str) -> int:
+    print(f"grade batch: {message}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def _print_summary(book: gb.Gradebook, paths: dict[str, Path], plan: GpuPlan, complete: bool, left: int) -> None:
+    from tabulate import tabulate
+
+    print(tabulate([[v, n] for v, n in book.counts.items()], headers=["verdict", "count"], tablefmt="simple"))
+    if not plan.names:
+        print(f"no GPU ({plan.reason}): static checks only; verification and timing need a CUDA GPU")
+    if not complete:
+        print(f"incomplete: {left} submission(s) not graded yet; run the same command again to finish")
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")

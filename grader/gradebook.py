@@ -1,0 +1,377 @@
+"""Batch outputs: one row per submission (`BatchResult`), the append-only JSON-lines store that makes a batch
+resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, markdown summary), and
+Gradescope's results.json for one submission (`gradescope_results`).
+
+Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
+submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
+can reach these outputs. Strings a student controls (file and folder names) are neutralised where a
+spreadsheet or a terminal would interpret them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import fcntl
+import json
+import math
+import os
+import statistics
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+from tabulate import tabulate
+
+from grader.report import GradeReport, Verdict
+
+RESULT_SCHEMA_VERSION = 1
+VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu")
+MAX_DETAILS_CHARS = 4000
+"""Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
+CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
+HISTOGRAM_BINS = [i / 10 for i in range(0, 11)] + [math.inf]
+"""Fraction histogram edges: 0.0-0.1, ..., 0.9-1.0, then 1.0 and above."""
+
+
+class BatchResult(BaseModel):
+    """One submission's outcome in a batch: one JSON line of results.jsonl, one row of the gradebook.
+
+    id: the student (file stem or folder name); path: where the submission was found; sha256: of its bytes
+    (None when it could not be read); key: the resume key (content hash + grader settings, see
+    grader.batch.result_key); verdict, reason, stage and details as in GradeReport, plus the verdicts a batch
+    adds for a process it had to stop (error, with stage "compile" or "run" and the limit in the reason);
+    error: the reason when verdict is error, else ""; fraction: GB/s over the copy floor's (None if not
+    timed); flags: short names of the report's flags ("borderline" added when the verdict is borderline);
+    gpu: the card's name; device: the CUDA_VISIBLE_DEVICES entry the worker was pinned to; floor_gbs and
+    floor_version: the copy floor measured in the submission's process; phases: seconds spent per phase
+    (start, read, context, compile, verify, time, other, total); finished: UTC time the row was written.
+    """
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    id: str
+    path: str
+    sha256: str | None = None
+    key: str
+    verdict: Verdict
+    reason: str
+    error: str = ""
+    stage: str | None = None
+    details: str = ""
+    fraction: float | None = None
+    flags: list[str] = []
+    gpu: str | None = None
+    device: str | None = None
+    floor_gbs: float | None = None
+    floor_version: str | None = None
+    phases: dict[str, float] = {}
+    grader_version: str = ""
+    finished: str = ""
+    report: GradeReport | None = None
+
+
+def make_result(*, id: str, path: str, key: str, sha256: str | None, report: GradeReport,
+                grader_version: str, device: str | None = None, phases: dict[str, float] | None = None) -> BatchResult:
+    """The row for one submission from its GradeReport (real, or built by the batch for a stopped process)."""
+    flags = [f.kind for f in report.flags] + (["borderline"] if report.borderline else [])
+    details = report.details if len(report.details) <= MAX_DETAILS_CHARS else report.details[:MAX_DETAILS_CHARS] + "\n[cut]"
+    return BatchResult(
+        id=id, path=path, sha256=sha256, key=key, verdict=report.verdict, reason=report.reason,
+        error=_error_text(report), stage=report.stage, details=details,
+        fraction=report.fraction, flags=flags, gpu=report.gpu.name if report.gpu else None, device=device,
+        floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
+        grader_version=grader_version, finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        report=report,
+    )
+
+
+def _error_text(report: GradeReport) -> str:
+    """The gradebook's error cell: the reason of an error verdict and the first line of its details (the
+    first compile diagnostic, the kernel's parameter list); empty for any other verdict."""
+    if report.verdict != "error":
+        return ""
+    first = next((ln.strip() for ln in report.details.splitlines() if ln.strip()), "")
+    return f"{report.reason}: {first}" if first else report.reason
+
+
+class ResultStore:
+    """The append-only results file of one batch (or shard): one BatchResult per line, each written with
+    flush and fsync the moment it is known, so a killed batch loses at most the submissions in flight.
+
+    Holds an exclusive lock on the file while open: a second batch writing the same file is refused.
+    Raises OSError when the file cannot be opened or is locked by another process (BlockingIOError).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a+b")
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            raise
+        self._file.seek(0, os.SEEK_END)
+        if self._file.tell() > 0:  # a line torn by a kill must not swallow the next row
+            self._file.seek(-1, os.SEEK_END)
+            if self._file.read(1) != b"\n":
+                self._file.write(b"\n")
+                self._sync()
+
+    def append(self, row: BatchResult) -> None:
+        """Append one row as one line and make it durable (flush + fsync) before returning."""
+        self._file.write(row.model_dump_json().encode() + b"\n")
+        self._sync()
+
+    def _sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def load_rows(path: Path) -> tuple[list[BatchResult], int]:
+    """All rows of a results file, in file order, and the number of lines that were not valid rows (a line
+    torn by a kill, a row of another schema). A missing file gives ([], 0)."""
+    rows, bad = [], 0
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return [], 0
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = BatchResult.model_validate_json(line)
+        except (ValidationError, ValueError):
+            bad += 1
+            continue
+        if row.schema_version != RESULT_SCHEMA_VERSION:
+            bad += 1
+            continue
+        rows.append(row)
+    return rows, bad
+
+
+def latest_by_id(rows: list[BatchResult]) -> dict[str, BatchResult]:
+    """The most recent row (by `finished`, then file order) of each id, sorted by id."""
+    out: dict[str, BatchResult] = {}
+    for row in rows:
+        if row.id not in out or row.finished >= out[row.id].finished:
+            out[row.id] = row
+    return dict(sorted(out.items()))
+
+
+class Gradebook(BaseModel):
+    """The JSON gradebook: when and how the batch ran, counts per verdict, the copy floor(s) measured, and
+    every row (with its full GradeReport)."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    created: str
+    grader_version: str
+    settings: dict[str, object] = {}
+    cards: list[str] = []
+    counts: dict[str, int]
+    floor_gbs_median: float | None = None
+    floor_gbs_min: float | None = None
+    floor_gbs_max: float | None = None
+    rows: list[BatchResult]
+
+
+def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict[str, object]) -> Gradebook:
+    """A Gradebook of `rows` (kept in the given order)."""
+    floors = [r.floor_gbs for r in rows if r.floor_gbs]
+    return Gradebook(
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        grader_version=grader_version,
+        settings=settings,
+        cards=sorted({r.gpu for r in rows if r.gpu}),
+        counts=verdict_counts(rows),
+        floor_gbs_median=statistics.median(floors) if floors else None,
+        floor_gbs_min=min(floors) if floors else None,
+        floor_gbs_max=max(floors) if floors else None,
+        rows=rows,
+    )
+
+
+def verdict_counts(rows: list[BatchResult]) -> dict[str, int]:
+    """{verdict: count} with every verdict present (0 where none)."""
+    c = Counter(r.verdict for r in rows)
+    return {v: c.get(v, 0) for v in VERDICTS}
+
+
+def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str, Path]:
+    """Write gradebook{suffix}.csv, gradebook{suffix}.json and summary{suffix}.md under `out_dir`; return
+    {"csv": path, "json": path, "summary": path}. Each file is written to a temporary name and renamed, so
+    a reader never sees half a file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / f"gradebook{suffix}.csv", "json": out_dir / f"gradebook{suffix}.json",
+             "summary": out_dir / f"summary{suffix}.md"}
+    _write_atomic(paths["csv"], gradebook_csv(book.rows))
+    _write_atomic(paths["json"], book.model_dump_json(indent=2) + "\n")
+    _write_atomic(paths["summary"], summary_markdown(book))
+    return paths
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def gradebook_csv(rows: list[BatchResult]) -> str:
+    """The CSV text: header id, verdict, fraction, flags, error, reason; fraction with 3 decimals (empty
+    when not timed); flags joined with '; '. A cell a spreadsheet would read as a formula (starting with
+    = + - @ or a control character) gets a leading apostrophe."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in rows:
+        frac = "" if r.fraction is None else f"{r.fraction:.3f}"
+        w.writerow([_cell(r.id), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason)])
+    return buf.getvalue()
+
+
+def _cell(text: str) -> str:
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "\n") else text
+
+
+def printable(text: str, limit: int = 80) -> str:
+    """`text` safe for a terminal or a markdown table cell: control characters shown as escapes, `|` escaped,
+    cut to `limit` characters."""
+    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+    out = out.replace("|", "\\|")
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def histogram(fractions: list[float], width: int = 40) -> str:
+    """A text histogram of fractions in HISTOGRAM_BINS, one line per bin: range, count and a bar of '#'
+    (scaled so the fullest bin is `width` wide)."""
+    counts = [0] * (len(HISTOGRAM_BINS) - 1)
+    for f in fractions:
+        for i in range(len(counts)):
+            if HISTOGRAM_BINS[i] <= f < HISTOGRAM_BINS[i + 1]:
+                counts[i] += 1
+                break
+    top = max(counts) if counts and max(counts) else 1
+    lines = []
+    for i, n in enumerate(counts):
+        lo, hi = HISTOGRAM_BINS[i], HISTOGRAM_BINS[i + 1]
+        label = f"{lo:.1f} - {hi:.1f}" if hi != math.inf else f"{lo:.1f} +     "
+        bar = "#" * (round(n * width / top) if n else 0)
+        lines.append(f"{label} | {n:4d} {bar}")
+    return "\n".join(lines)
+
+
+def summary_markdown(book: Gradebook) -> str:
+    """The markdown summary: counts per verdict, a histogram of fractions, the copy floor and card(s), and a
+    table of the rows that need a look (errors, fails, borderline, flags)."""
+    rows = book.rows
+    out = ["# Batch grading summary", ""]
+    out.append(f"{len(rows)} submissions; grader {book.grader_version}; written {book.created}.")
+    out.append("")
+    out.append("## Verdicts")
+    out.append("")
+    out.append(tabulate([[v, n] for v, n in book.counts.items()], headers=["verdict", "count"], tablefmt="github"))
+    out.append("")
+    fractions = [r.fraction for r in rows if r.fraction is not None]
+    out.append(f"## Fraction of the copy floor ({len(fractions)} timed)")
+    out.append("")
+    if fractions:
+        out.append("```")
+        out.append(histogram(fractions))
+        out.append("```")
+        out.append("")
+        out.append(f"Median {statistics.median(fractions):.3f}; gold >= 0.90, silver >= 0.75.")
+    else:
+        out.append("No submission was timed.")
+    out.append("")
+    out.append("## Copy floor and card")
+    out.append("")
+    if book.floor_gbs_median is not None:
+        versions = sorted({r.floor_version for r in rows if r.floor_version})
+        out.append(f"Floor bandwidth: median {book.floor_gbs_median:.0f} GB/s over the timed submissions "
+                   f"(min {book.floor_gbs_min:.0f}, max {book.floor_gbs_max:.0f}); fastest copy: "
+                   f"{', '.join(versions)}. Each submission is judged against the floor measured in its own process.")
+    else:
+        out.append("No copy floor was measured (no submission reached timing).")
+    out.append("")
+    out.append(f"Card: {', '.join(book.cards) if book.cards else 'none (no GPU: static checks only)'}.")
+    out.append("")
+    look = [r for r in rows if r.verdict in ("error", "fail") or r.flags]
+    if look:
+        out.append("## To look at")
+        out.append("")
+        table = [[printable(r.id, 40), r.verdict, r.stage or "", printable(", ".join(r.flags), 40),
+                  printable(r.reason, 160)] for r in look]
+        out.append(tabulate(table, headers=["id", "verdict", "stage", "flags", "reason"], tablefmt="github"))
+        out.append("")
+    return "\n".join(out)
+
+
+# --- Gradescope ----------------------------------------------------------------------------------------
+POINTS_COMPILE = 1.0
+POINTS_CORRECT = 4.0
+POINTS_SPEED = {"gold": 5.0, "silver": 3.0}
+"""Gradescope score out of 10: compiles and matches the launch (1), correct at every verified shape (4),
+speed: gold 5, silver 3, a correct but slow kernel 0."""
+
+
+def gradescope_results(report: GradeReport) -> dict:
+    """Gradescope's results.json for one graded submission: {"score", "output", "tests": [...]}, each test
+    {"name", "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see
+    POINTS_*). Outputs hold the grader's own messages only."""
+    compiled = report.compile is not None and report.stage not in ("source", "compile", "contract", "input")
+    ran = [v for v in report.verification]
+    correct = compiled and bool(ran) and all(v.passed for v in ran) and report.verdict in ("gold", "silver", "fail") \
+        and report.stage == "grade"
+    tests = []
+    if compiled:
+        compile_out = f"compiled for {report.compile.arch}: {report.compile.registers} registers"
+    else:
+        compile_out = report.reason + ("\n" + report.details if report.details else "")
+    tests.append(_gs_test("Compiles, with the launch's parameter list", POINTS_COMPILE if compiled else 0.0,
+                          POINTS_COMPILE, compiled, compile_out))
+    if correct:
+        correct_out = "\n".join(v.message for v in ran)
+    elif report.verdict == "no-gpu":
+        correct_out = "not run: the grading machine has no GPU (" + report.reason + ")"
+    elif not compiled:
+        correct_out = "not run: the kernel did not compile or does not match the launch"
+    else:
+        correct_out = report.reason + ("\n" + report.details if report.details else "")
+    tests.append(_gs_test("Correct output (ragged shapes, guard regions, every timed launch)",
+                          POINTS_CORRECT if correct else 0.0, POINTS_CORRECT, correct, correct_out))
+    speed = POINTS_SPEED.get(report.verdict, 0.0) if correct else 0.0
+    if correct:
+        speed_out = f"{report.verdict.upper()}: {report.reason}"
+        if report.borderline:
+            speed_out += " (borderline: the measurement's band straddles a threshold)"
+    else:
+        speed_out = "not timed: the kernel must be correct first"
+    tests.append(_gs_test("Bandwidth: gold >= 0.90, silver >= 0.75 of the copy floor", speed,
+                          max(POINTS_SPEED.values()), speed > 0, speed_out))
+    flags = "".join(f"\nFlag ({f.kind}): {f.message}" for f in report.flags)
+    hints = "".join(f"\nHint: {h}" for h in report.hints)
+    return {
+        "score": sum(t["score"] for t in tests),
+        "output": f"Verdict: {report.verdict.upper()}: {report.reason}{flags}{hints}",
+        "tests": tests,
+    }
+
+
+def _gs_test(name: str, score: float, max_score: float, passed: bool, output: str) -> dict:
+    return {"name": name, "score": score, "max_score": max_score, "status": "passed" if passed else "failed",
+            "output": output, "visibility": "visible"}
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write `data` as indented JSON to `path` (atomically)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,221 @@
+"""The batch's grading process: `python -m grader.worker --fd N` grades one submission and exits.
+
+grader.batch starts one of these per submission (a fresh process: a CUDA illegal address or trap poisons the
+whole context, and a CUDA context does not survive fork), pinned to one GPU with CUDA_VISIBLE_DEVICES. It
+imports the grader, says `ready`, then reads one job (a JSON line) on stdin; with no job (stdin closed) it
+exits. For the job it copies the submission's bytes into a fresh empty folder, checks their sha256 against
+the one the batch keyed the job by, chdirs there (NVRTC resolves relative names from the working folder) and
+runs grader.grade.grade_file on the copy, in this process, so the copy floor is measured in the same process
+as the submission it judges.
+
+Messages go to the parent as JSON lines on file descriptor N (never stdout: a kernel's printf writes there;
+stdout is discarded and stderr goes to a log the parent reads only on a crash):
+  {"event": "ready", "t": ...}                   imports done (t: time.time())
+  {"event": "stage", "stage": S, "t": ...}       S = compiling, running, verifying, timing
+  {"event": "result", "report": {...}, "phases": {...}}  the GradeReport and seconds per phase
+The parent applies the compile time limit from `compiling` and the run time limit from `running`. Stages are
+seen without changing grader.grade: the names grade_file calls (read_submission, open_gpu, compile_kernels,
+verify, _time) are wrapped in that module for this process only; a name that is missing is left alone (the
+parent then applies the run limit from the start).
+
+`python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
+(the batch's parent never initialises CUDA itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+PHASES = ("read", "context", "compile", "verify", "time")
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when the batch that started it dies (a hung kernel must not outlive it)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+class Channel:
+    """JSON-line messages to the parent on one file descriptor."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, **msg) -> None:
+        self.send_raw(json.dumps(msg))
+
+    def send_raw(self, line: str) -> None:
+        data = (line + "\n").encode()
+        while data:
+            n = os.write(self.fd, data)
+            data = data[n:]
+
+
+def _instrument(channel: Channel, phases: dict[str, float]) -> None:
+    """Wrap grade_file's callees in grader.grade to time phases and announce stages (module docstring)."""
+    import grader.grade as g
+
+    state = {"compiled": False}
+
+    def timed(phase: str, fn, stage: str | None = None):
+        def wrapper(*args, **kwargs):
+            if stage:
+                channel.send(event="stage", stage=stage, t=time.time())
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t0
+
+        return wrapper
+
+    def compile_wrapper(fn):
+        def wrapper(*args, **kwargs):
+            if state["compiled"]:  # the grader's own helper kernels, compiled during timing
+                return fn(*args, **kwargs)
+            channel.send(event="stage", stage="compiling", t=time.time())
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                phases["compile"] = phases.get("compile", 0.0) + time.perf_counter() - t0
+                state["compiled"] = True
+                channel.send(event="stage", stage="running", t=time.time())
+
+        return wrapper
+
+    for name, wrap in (("read_submission", lambda f: timed("read", f)), ("open_gpu", lambda f: timed("context", f)),
+                       ("compile_kernels", compile_wrapper), ("verify", lambda f: timed("verify", f, "verifying")),
+                       ("_time", lambda f: timed("time", f, "timing"))):
+        if callable(getattr(g, name, None)):
+            setattr(g, name, wrap(getattr(g, name)))
+
+
+def _read_job_file(job: dict) -> bytes:
+    """The submission's bytes, read without following a final symlink, checked against the job's sha256."""
+    from grader.errors import InputError
+    from grader.source import MAX_SOURCE_BYTES
+
+    fd = os.open(job["path"], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(MAX_SOURCE_BYTES + 1)
+    if hashlib.sha256(raw).hexdigest() != job["sha256"]:
+        raise InputError(f"{job['name']}: the file changed while the batch was running; run the batch again")
+    return raw
+
+
+def _fault_name(err: BaseException) -> str | None:
+    """A CUDA_ERROR_* name in the exception or its context chain (a cleanup after a sticky fault raises)."""
+    seen = err
+    while seen is not None:
+        for word in str(seen).replace(":", " ").replace(",", " ").split():
+            if word.startswith("CUDA_ERROR_"):
+                return word
+        seen = seen.__context__
+    return None
+
+
+def grade_job(job: dict, channel: Channel) -> None:
+    """Grade the job's file (module docstring) and send the result message."""
+    from grader.errors import InputError, SubmissionError
+    from grader.report import GradeReport
+
+    phases: dict[str, float] = {}
+    _instrument(channel, phases)
+    import grader.grade as g
+
+    t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="grade-"))
+    os.chdir(work)
+    name = job["name"]
+    try:
+        (work / name).write_bytes(_read_job_file(job))
+        report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0)
+    except InputError as err:
+        report = GradeReport(file=name, verdict="error", stage="input", reason=str(err))
+    except SubmissionError as err:
+        report = GradeReport(file=name, verdict="error", stage=err.stage, reason=str(err), details=err.details)
+    except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
+        inner = err.__context__
+        while inner is not None and not isinstance(inner, SubmissionError):
+            inner = inner.__context__
+        fault = _fault_name(err)
+        if isinstance(inner, SubmissionError):
+            report = GradeReport(file=name, verdict="error", stage=inner.stage, reason=str(inner), details=inner.details)
+        elif fault:
+            report = GradeReport(file=name, verdict="error", stage="run",
+                                 reason=f"the kernel faulted on the GPU: {fault}")
+        else:
+            last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
+            report = GradeReport(file=name, verdict="error", stage="grader",
+                                 reason=f"the grader failed on this submission ({last}); please report it")
+    report.file = job.get("display", name)
+    phases["total"] = time.perf_counter() - t0
+    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in PHASES))
+    channel.send_raw('{"event": "result", "phases": %s, "report": %s}' % (json.dumps(phases), report.model_dump_json()))
+
+
+def probe() -> dict:
+    """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies)."""
+    try:
+        from cuda.bindings import driver
+
+        (status,) = driver.cuInit(0)
+        if status != driver.CUresult.CUDA_SUCCESS:
+            return {"count": 0, "names": [], "reason": f"CUDA did not initialise: {status.name}"}
+        status, count = driver.cuDeviceGetCount()
+        names = []
+        for i in range(count):
+            _, dev = driver.cuDeviceGet(i)
+            _, raw = driver.cuDeviceGetName(64, dev)
+            names.append(raw.split(b"\0", 1)[0].decode(errors="replace"))
+        return {"count": count, "names": names, "reason": "" if count else "the NVIDIA driver sees no CUDA device"}
+    except Exception as err:  # noqa: BLE001 - no driver, no library: no GPU, with the reason
+        return {"count": 0, "names": [], "reason": f"no NVIDIA driver on this machine ({str(err)[:120]})"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m grader.worker", description="grader.batch's grading process")
+    p.add_argument("--fd", type=int, help="file descriptor for messages to the parent")
+    p.add_argument("--probe", action="store_true", help="print the visible GPUs as JSON and exit")
+    args = p.parse_args(argv)
+    if args.probe:
+        print(json.dumps(probe()))
+        return 0
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):  # pragma: no cover
+        pass
+    channel = Channel(args.fd)
+    import grader.grade  # noqa: F401 - the imports are the start-up cost a standby worker pays in advance
+
+    channel.send(event="ready", t=time.time())
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    grade_job(json.loads(line), channel)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no CUDA teardown: after a fault it can hang or fail; the driver frees the context
+
+
+if __name__ == "__main__":
+    sys.exit(main())
