@@ -62,6 +62,11 @@ class KernelDef:
     def bytes_per_elem(self) -> int:
         return self.values_per_elem * self.value_bytes
 
+    @property
+    def work_per_thread(self) -> int:
+        """Pairs (RoPE) or elements per thread: the template argument, else elements per thread."""
+        return self.per_thread or self.elems_per_thread
+
     def grid(self, n: int, rows: int = 1, cols: int = 0) -> tuple[int, int, int]:
         """Launch grid for n elements in all, or for rows x cols with a row grid."""
         per_block = BLOCK * self.elems_per_thread
@@ -167,7 +172,7 @@ class Version:
 
     @property
     def per_thread(self) -> int:
-        return self.kernels[0].per_thread
+        return self.kernels[0].work_per_thread
 
 
 STAGED = "staged chain"
