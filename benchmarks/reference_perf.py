@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                 if r.version.startswith(("biasGeluFused<", f"{FUSED}<"))]
         theirs = [[name, f"{v['ms']:.4f}", f"{v['gbs']:.1f}", f"{v['x_our_floor']:.3f} ({v['x_torch_copy']:.2f} of "
                    "torch copy_)"] for name, v in torch_rec.items() if isinstance(v, dict)]
-        print(f"\nSame shape ({rows_} x {cols_}), ours beside PyTorch {torch_rec['version']} (bytes: x read, out written; "
-              "the fused chain also reads r)")
+        print(f"\nSame shape ({rows_} x {cols_}), ours beside PyTorch {torch_rec['version']} "
+              "(bytes: x read, out written; the fused chain also reads r)")
         print(tabulate(ours + theirs, headers=["version", "ms", "GB/s", "x copy"], disable_numparse=True))
         if "torch.compile error" in torch_rec:
             print(f"torch.compile failed: {torch_rec['torch.compile error']}")

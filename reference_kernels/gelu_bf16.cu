@@ -40,7 +40,9 @@ extern "C" __global__ void geluTanhBf16(const unsigned short* __restrict__ in, u
         const uint4 v = __ldcs(reinterpret_cast<const uint4*>(in + i));
         *reinterpret_cast<uint4*>(out + i) = make_uint4(gelu2(v.x), gelu2(v.y), gelu2(v.z), gelu2(v.w));
     } else {
-        for (size_t k = i; k < n; ++k) out[k] = static_cast<unsigned short>(floatToBf16(geluTanhLlmc(bf16ToFloat(in[k]))));
+        for (size_t k = i; k < n; ++k) {
+            out[k] = static_cast<unsigned short>(floatToBf16(geluTanhLlmc(bf16ToFloat(in[k]))));
+        }
     }
 }
 

@@ -131,7 +131,8 @@ def predictions(chain: Table | None, rope: Table | None, gap64: tuple[float, flo
         else:
             ratio = staged_over_fused(chain, width)
             nearer = "bytes" if abs(ratio - byte_ratio) < abs(ratio - launch_ratio) else "launches"
-            out.append(Prediction(number=1, claim=claim1, on=on, held=abs(ratio / byte_ratio - 1) <= BYTES_MODEL_TOLERANCE,
+            held = abs(ratio / byte_ratio - 1) <= BYTES_MODEL_TOLERANCE
+            out.append(Prediction(number=1, claim=claim1, on=on, held=held,
                                   measured=f"{ratio:.3f} ({ratio / byte_ratio - 1:+.1%} vs bytes), nearer {nearer}; "
                                            f"fusion wins: {'yes' if ratio > 1 else 'no'}"))
             scored = [r for r in chain.rows if not r.is_floor and r.version.endswith(f"<{width}>")]

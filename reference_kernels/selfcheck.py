@@ -102,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
                         f"{ref.LONG_CONTEXT_BASE:g})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the gates' inputs (default {DEFAULT_SEED})")
     p.add_argument("--json", metavar="PATH", help="also write every result as JSON to PATH")
-    p.add_argument("--arch", default=DEFAULT_ARCH, help=f"compile target when no GPU is present (default {DEFAULT_ARCH})")
+    p.add_argument("--arch", default=DEFAULT_ARCH,
+                   help=f"compile target when no GPU is present (default {DEFAULT_ARCH})")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     return p
 
