@@ -525,7 +525,7 @@ def run_jobs(todo: list[Item], slots: list[Slot], *, compile_limit: float, run_l
                     phases["start"] = (w.ready or now) - w.spawned
                     finish(slot, GradeReport.model_validate(job.result["report"]), phases)
                 elif w.eof or w.popen.poll() is not None and not _readable(w):
-                    w.stop()
+                    w.popen.wait()
                     reason = died_reason(job.stage, w.popen.returncode, w.stderr_tail())
                     finish(slot, _error_report(job.item, STAGE_OF.get(job.stage, job.stage), reason), {})
                 elif now > job.deadline:

@@ -1,0 +1,50 @@
+"""A stand-in for `python -m grader.worker` in CPU tests of the batch's process handling: it speaks the same
+protocol (grader.worker's docstring) and behaves as the submission's first line says:
+
+  // FAKE: hang-setup       never reports a stage (start-up limit)
+  // FAKE: hang-compile     reports `compiling`, then sleeps (compile limit)
+  // FAKE: hang-run         reports `compiling`, `running`, `verifying`, then sleeps (run limit)
+  // FAKE: segv             reports `running`, then dies of SIGSEGV
+  // FAKE: exit             writes a line to stderr and exits 1 without a result
+  anything else             a normal error result, at once
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--fd", type=int)
+args = p.parse_args()
+
+
+def send(**msg):
+    os.write(args.fd, (json.dumps(msg) + "\n").encode())
+
+
+send(event="ready", t=time.time())
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+job = json.loads(line)
+first = open(job["path"], encoding="utf-8", errors="replace").readline()
+mode = first.split("FAKE:", 1)[1].strip() if "FAKE:" in first else ""
+if mode == "hang-setup":
+    time.sleep(3600)
+send(event="stage", stage="compiling", t=time.time())
+if mode == "hang-compile":
+    time.sleep(3600)
+send(event="stage", stage="running", t=time.time())
+if mode == "hang-run":
+    send(event="stage", stage="verifying", t=time.time())
+    time.sleep(3600)
+if mode == "segv":
+    os.kill(os.getpid(), signal.SIGSEGV)
+if mode == "exit":
+    print("Traceback (most recent call last):\nRuntimeError: boom in the grader", file=sys.stderr)
+    sys.exit(1)
+report = {"file": job["display"], "verdict": "error", "stage": "compile", "reason": f"fake result for {job['name']}"}
+send(event="result", phases={"total": 0.01}, report=report)

@@ -1,0 +1,485 @@
+"""`grade batch` and `grade merge` without a GPU: discovery, hostile input, no host byte in any output,
+resume after --limit and after a kill, shards and merge, time limits and crashes (with a stand-in worker),
+the gradebook files and Gradescope's format.
+
+Tests whose expected verdicts assume no GPU (no-gpu rows, exit 3) take the `no_gpu` fixture and skip on a
+GPU machine; the rest hold on both.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from grader import batch, gradebook as gb
+from grader.report import CompileSummary, GradeReport
+from grader.verify import Verification
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "batch"
+SUBS = ROOT / "submissions"
+FAKE_WORKER = ROOT / "tests" / "fake_worker.py"
+REFUSED_INCLUDE = '#include "/etc/passwd"\n__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n'
+
+
+@pytest.fixture(scope="module")
+def no_gpu():
+    count, names, _ = batch.probe_gpus()
+    if count:
+        pytest.skip(f"expects no GPU (no-gpu verdicts, exit 3); this machine has {', '.join(names)}")
+
+
+def gpu_present() -> bool:
+    return batch.probe_gpus()[0] > 0
+
+
+def grade(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def by_id(out: Path, name: str = "gradebook.json") -> dict[str, dict]:
+    return {r["id"]: r for r in json.loads((out / name).read_text())["rows"]}
+
+
+def make_class(tmp_path: Path, files: dict[str, str | bytes | Path]) -> Path:
+    cls = tmp_path / "class"
+    cls.mkdir()
+    for name, content in files.items():
+        p = cls / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copy(content, p)
+        else:
+            p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return cls
+
+
+# --- the whole batch on the examples ---------------------------------------------------------------------
+def test_examples_grade_to_no_gpu_and_every_output_is_written(tmp_path, no_gpu):
+    cls = make_class(tmp_path, {p.name: p for p in SUBS.glob("*.cu")})
+    out = tmp_path / "out"
+    r = grade("batch", cls, "--out", out)
+    assert r.returncode == 3, r.stderr
+    ids = sorted(p.stem for p in SUBS.glob("*.cu"))
+    with open(out / "gradebook.csv", newline="") as f:
+        table = list(csv.reader(f))
+    assert tuple(table[0]) == gb.CSV_COLUMNS
+    assert [row[0] for row in table[1:]] == ids
+    rows = by_id(out)
+    for i in ids:
+        if i == "compile_error":
+            assert rows[i]["verdict"] == "error" and rows[i]["stage"] == "compile"
+            assert "compile_error.cu:" in rows[i]["error"]
+        else:
+            assert rows[i]["verdict"] == "no-gpu", rows[i]["reason"]
+    book = gb.Gradebook.model_validate_json((out / "gradebook.json").read_text())
+    assert book.counts["no-gpu"] == len(ids) - 1 and book.counts["error"] == 1
+    summary = (out / "summary.md").read_text()
+    assert "## Verdicts" in summary and "no GPU" in summary and "## Fraction of the copy floor" in summary
+    assert len(jsonl(out / "results.jsonl")) == len(ids)
+    assert f"{len(ids)}/{len(ids)}" in r.stderr  # progress lines
+    assert "no GPU" in r.stdout and "csv:" in r.stdout
+
+
+def test_quiet_prints_nothing(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE})
+    r = grade("batch", cls, "--out", tmp_path / "out", "--quiet")
+    assert r.returncode in (0, 3) and r.stdout == "" and r.stderr == ""
+
+
+# --- finding submissions ---------------------------------------------------------------------------------
+def test_discover_files_student_folders_and_ids(tmp_path):
+    gold = SUBS / "gold_float4.cu"
+    cls = make_class(tmp_path, {"alice/src/kernel.cu": gold, "alice/README.md": "x", "bob/a.cu": gold,
+                                "bob/b.cu": gold, "carol/notes.txt": "x", "dave.cu": gold, "notes.txt": "x",
+                                ".hidden.cu": gold, "erin.cu": gold, "erin/k.cu": gold, "frank/.git/x.cu": gold,
+                                "frank/k.cu": gold})
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    assert sorted(items) == ["alice", "bob", "carol", "dave", "erin", "erin~2", "frank"]
+    assert items["alice"].problem is None and items["alice"].real.name == "kernel.cu"
+    assert "2 .cu files (a.cu, b.cu); expected one" in items["bob"].problem
+    assert "no .cu file" in items["carol"].problem
+    assert items["frank"].problem is None and len(items["dave"].sha256) == 64
+
+
+def test_links_outside_the_batch_folder_are_refused_before_reading(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.cu").write_text("secret")
+    (outside / "k.cu").write_text("k")
+    cls = make_class(tmp_path, {"real/k.cu": SUBS / "gold_float4.cu"})
+    (cls / "leak.cu").symlink_to(outside / "secret.cu")
+    (cls / "leakdir").symlink_to(outside)
+    (cls / "inside.cu").symlink_to(cls / "real" / "k.cu")
+    (cls / "dangling.cu").symlink_to(tmp_path / "nothing")
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    for i in ("leak", "leakdir"):
+        assert "a link pointing outside" in items[i].problem and items[i].sha256 is None
+    assert "link to nothing" in items["dangling"].problem
+    assert items["inside"].problem is None and items["real"].problem is None
+    direct = batch.discover([str(cls / "leak.cu")])[0]
+    assert "a link pointing outside" in direct.problem and direct.sha256 is None
+
+
+def test_unreadable_paths_become_error_rows(tmp_path):
+    cls = make_class(tmp_path, {"big.cu": b"//" + b"x" * (300 * 1024), "folder.cu/readme.txt": "x"})
+    os.mkfifo(cls / "fifo.cu")
+    r = grade("batch", cls, tmp_path / "missing_student", "--out", tmp_path / "out", "--quiet")
+    assert r.returncode in (0, 3), r.stderr
+    rows = by_id(tmp_path / "out")
+    assert "over the 262144-byte cap" in rows["big"]["error"]
+    assert "not a regular file" in rows["fifo"]["error"]
+    assert "no such file or folder" in rows["missing_student"]["error"]
+    assert "no .cu file" in rows["folder.cu"]["error"]
+    assert all(row["verdict"] == "error" and row["stage"] == "input" for row in rows.values())
+
+
+# --- hostile and broken submissions ----------------------------------------------------------------------
+EXPECTED = {
+    "empty": ("input", "the file is empty"),
+    "binary": ("input", "binary"),
+    "latin1": ("input", "latin1.cu:1: not UTF-8"),
+    "include_passwd": ("source", "refused `#include`"),
+    "wrong_name": ("compile", "kernels found: biasGelu, addBias"),
+    "wrong_params": ("contract", "parameter list does not match"),
+    "deep_template": ("compile", "compile time limit exceeded"),
+}
+
+
+def test_hostile_submissions_get_a_clear_error_row(tmp_path):
+    cls = make_class(tmp_path, {f"{i}.cu": DATA / f"{i}.cu" for i in EXPECTED})
+    out = tmp_path / "out"
+    r = grade("batch", cls, "--out", out, "--compile-limit", "3")
+    assert r.returncode == (0 if gpu_present() else 3), r.stderr
+    rows = by_id(out)
+    for i, (stage, words) in EXPECTED.items():
+        assert rows[i]["verdict"] == "error" and rows[i]["stage"] == stage, rows[i]
+        assert words in rows[i]["reason"], rows[i]["reason"]
+    assert "kernel:   biasGeluFused(const float* x, float* out, size_t cols)" in rows["wrong_params"]["details"]
+
+
+def _include_attempts(secret: Path) -> dict[str, str]:
+    """Every include form we know, each pointing at `secret` (the file's text is valid C, so an include that
+    got through would compile it and print its identifier in a diagnostic)."""
+    k = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) { o[0] = x[0]; }\n"
+    s = str(secret)
+    rel = secret.name
+    return {
+        "plain": f'#include "{s}"\n{k}',
+        "angle": f"#include <{s}>\n{k}",
+        "digraph": f'%:include "{s}"\n{k}',
+        "splice": f'#inc\\\nlude "{s}"\n{k}',
+        "comment": f'#/* x */include "{s}"\n{k}',
+        "comment_newline": f'# /* a\n b */ include "{s}"\n{k}',
+        "macro": f'#define H "{s}"\n#include H\n{k}',
+        "macro_angle": f"#define H <{s}>\n#include H\n{k}",
+        "include_next": f'#include_next "{s}"\n{k}',
+        "import": f'#import "{s}"\n{k}',
+        "embed": f'__device__ const char d[] = {{\n#embed "{s}"\n}};\n{k}',
+        "has_include": f'#if __has_include("{s}")\n#error found\n#endif\n{k}',
+        "pasted_has_include": f'#define CAT(a,b) a##b\n#if CAT(__has_,include)("{s}")\n#error found\n#endif\n{k}',
+        "trigraph": f'??=include "{s}"\n{k}',
+        "string_comment": f'__device__ const char* t = "/*";\n#/**/include "{s}"\n// */\n{k}',
+        "relative": f'#include "{rel}"\n{k}',
+        "line_directive": f'#line 1 "{s}"\n{k}int broken = ;\n',
+        "pragma_dependency": f'#pragma GCC dependency "{s}"\n{k}',
+        'name"\n#include "' + rel: k,  # a file name that would inject an include into the #line directive
+    }
+
+
+def test_no_byte_of_a_host_file_reaches_any_output(tmp_path):
+    marker = f"LEAKMARK{uuid.uuid4().hex}"
+    secret_dir = tmp_path / "host"
+    secret_dir.mkdir()
+    secret = secret_dir / "secret_data.h"
+    secret.write_text(f"int {marker} = 1;\n{marker} {marker}\n")
+    attempts = _include_attempts(secret)
+    cls = make_class(tmp_path, {f"{name}.cu": text for name, text in attempts.items()})
+    (cls / secret.name).write_text(secret.read_text())  # a relative include would find it here
+    (cls / "link.cu").symlink_to(secret)
+
+    # The threat is real: NVRTC given the plain include reads the file and prints it in its log.
+    from cuda.core import Program, ProgramOptions
+
+    try:
+        Program(attempts["plain"], "c++", ProgramOptions(name="x.cu", arch="sm_90")).compile("cubin")
+        raw = ""
+    except Exception as err:  # noqa: BLE001
+        raw = str(err)
+    assert marker in raw
+
+    out = tmp_path / "out"
+    r = grade("batch", cls, "--out", out, "--compile-limit", "30")
+    assert r.returncode in (0, 3), r.stderr
+    outputs = r.stdout + r.stderr + "".join(p.read_text(errors="replace") for p in out.iterdir() if p.is_file())
+    assert marker not in outputs
+    rows = by_id(out)
+    assert len(rows) == len(attempts) + 1
+    harmless = {"line_directive", "pragma_dependency"}  # no file is read: the #line excerpt is the submission's
+    for row in rows.values():
+        if row["id"] not in harmless and not row["id"].startswith("name"):
+            assert row["verdict"] == "error" and row["stage"] in ("source", "input"), row
+    for name, text in attempts.items():  # single mode too
+        f = tmp_path / "single.cu"
+        f.write_text(text)
+        single = grade(f, "--json")
+        assert marker not in single.stdout + single.stderr, name
+
+
+# --- resume ------------------------------------------------------------------------------------------------
+def test_rerun_after_limit_grades_only_what_is_missing(tmp_path):
+    cls = make_class(tmp_path, {f"{c}.cu": REFUSED_INCLUDE + f"// {c}\n" for c in "abcde"})
+    out = tmp_path / "out"
+    r = grade("batch", cls, "--out", out, "--limit", "2", "--quiet")
+    assert r.returncode == batch.EXIT_INCOMPLETE
+    assert [row["id"] for row in jsonl(out / "results.jsonl")] == ["a", "b"]
+    assert len(by_id(out)) == 2  # the gradebook of what is done is written anyway
+    r = grade("batch", cls, "--out", out, "--quiet")
+    assert r.returncode in (0, 3)
+    assert [row["id"] for row in jsonl(out / "results.jsonl")] == list("abcde")  # nothing graded twice
+    grade("batch", cls, "--out", out, "--quiet")
+    assert len(jsonl(out / "results.jsonl")) == 5
+    (cls / "c.cu").write_text(REFUSED_INCLUDE + "// changed\n")
+    grade("batch", cls, "--out", out, "--quiet")
+    assert [row["id"] for row in jsonl(out / "results.jsonl")][5:] == ["c"]
+    grade("batch", cls, "--out", out, "--quiet", "--retry-errors")
+    assert len(jsonl(out / "results.jsonl")) == 11
+    with open(out / "results.jsonl", "ab") as f:
+        f.write(b'{"id": "torn li')  # a kill in the middle of a write
+    (cls / "a.cu").write_text(REFUSED_INCLUDE + "// changed again\n")
+    grade("batch", cls, "--out", out, "--quiet")
+    rows, bad = gb.load_rows(out / "results.jsonl")
+    assert bad == 1 and rows[-1].id == "a" and len(rows) == 12
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(d.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_killed_batch_resumes_and_leaves_no_worker_behind(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE + "//b\n",
+                                "zz_deep.cu": DATA / "deep_template.cu"})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(cls), "--out", str(out), "--quiet",
+                             "--compile-limit", "120"], cwd=ROOT)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if (out / "results.jsonl").exists() and len(jsonl(out / "results.jsonl")) == 2:
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)  # zz_deep is compiling now
+        workers = _children(proc.pid)
+        assert workers, "the batch should have a worker running"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.time() + 10
+    while any(_alive(w) for w in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(w) for w in workers), "a worker outlived its batch"
+    assert len(jsonl(out / "results.jsonl")) == 2
+    r = grade("batch", cls, "--out", out, "--quiet", "--compile-limit", "2")
+    assert r.returncode in (0, 3)
+    rows = jsonl(out / "results.jsonl")
+    assert [row["id"] for row in rows] == ["a", "b", "zz_deep"]
+    assert "compile time limit exceeded" in rows[2]["reason"]
+
+
+def test_interrupt_stops_workers_and_writes_what_is_done(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "zz_deep.cu": DATA / "deep_template.cu"})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(cls), "--out", str(out), "--quiet",
+                             "--compile-limit", "120"], cwd=ROOT)
+    deadline = time.time() + 60
+    while time.time() < deadline and not ((out / "results.jsonl").exists() and jsonl(out / "results.jsonl")):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == batch.EXIT_INCOMPLETE
+    assert not any(_alive(w) for w in workers)
+    assert list(by_id(out)) == ["a"]
+
+
+# --- shards and merge ------------------------------------------------------------------------------------
+def test_shard_is_deterministic_and_covers_once():
+    items = [batch.Item(id=f"s{i:02d}", path="") for i in range(10)]
+    slices = [[it.id for it in batch.shard(list(reversed(items)), k, 3)] for k in (1, 2, 3)]
+    assert slices[0] == ["s00", "s03", "s06", "s09"]
+    assert sorted(sum(slices, [])) == [it.id for it in items]
+    for bad in ("0/3", "4/3", "x", "1/0"):
+        with pytest.raises(ValueError):
+            batch.parse_shard(bad)
+
+
+def test_shards_then_merge_give_one_gradebook(tmp_path):
+    cls = make_class(tmp_path, {f"{c}.cu": REFUSED_INCLUDE + f"// {c}\n" for c in "abcdefg"})
+    out = tmp_path / "out"
+    seen = []
+    for k in (1, 2, 3):
+        r = grade("batch", cls, "--out", out, "--shard", f"{k}/3", "--quiet")
+        assert r.returncode in (0, 3), r.stderr
+        ids = [row["id"] for row in jsonl(out / f"results.shard-{k}-of-3.jsonl")]
+        assert ids == list("abcdefg")[k - 1 :: 3]
+        assert (out / f"gradebook.shard-{k}-of-3.csv").exists()
+        seen += ids
+    assert sorted(seen) == list("abcdefg")
+    merged = tmp_path / "merged"
+    r = grade("merge", merged, out)
+    assert r.returncode == 0, r.stderr
+    with open(merged / "gradebook.csv", newline="") as f:
+        assert [row["id"] for row in csv.DictReader(f)] == list("abcdefg")
+    assert "7 submissions" in (merged / "summary.md").read_text()
+    assert grade("merge", merged, tmp_path / "nothing").returncode == 2
+
+
+# --- the worker's limits and crashes (stand-in worker) ---------------------------------------------------
+def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "WORKER_COMMAND", [sys.executable, str(FAKE_WORKER)])
+    cls = make_class(tmp_path, {"a.cu": "// FAKE: hang-setup\n", "b.cu": "// FAKE: hang-compile\n",
+                                "c.cu": "// FAKE: hang-run\n", "d.cu": "// FAKE: segv\n", "e.cu": "// FAKE: exit\n",
+                                "f.cu": "// fine\n"})
+    out = tmp_path / "out"
+    t0 = time.time()
+    code = batch.main(["batch", str(cls), "--out", str(out), "--compile-limit", "1", "--run-limit", "1.5", "--quiet"])
+    assert code in (0, 3)
+    assert time.time() - t0 < 30
+    rows = by_id(out)
+    assert rows["a"]["stage"] == "setup" and "did not start within 1.5 s" in rows["a"]["reason"]
+    assert rows["b"]["stage"] == "compile" and "compile time limit exceeded" in rows["b"]["reason"]
+    assert rows["c"]["stage"] == "run" and "did not finish within 1.5 s while verifying" in rows["c"]["reason"]
+    assert rows["d"]["stage"] == "run" and "died during the run (SIGSEGV)" in rows["d"]["reason"]
+    assert rows["e"]["reason"].endswith("(exit code 1): RuntimeError: boom in the grader")
+    assert rows["f"]["reason"] == "fake result for f.cu"
+    assert all(r["verdict"] == "error" for r in rows.values())
+    assert not _children(os.getpid()) or all(not _alive(p) for p in _children(os.getpid()))
+
+
+# --- usage errors ----------------------------------------------------------------------------------------
+def test_usage_errors_exit_2(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE})
+    assert grade("batch", cls, "--shard", "3/2").returncode == 2
+    assert grade("batch", cls, "--compile-limit", "0").returncode == 2
+    r = grade("batch", cls, "--format", "gradescope", "--out", tmp_path / "gs")
+    assert r.returncode == 2 and "one submission" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = grade("batch", tmp_path / "empty", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "nothing to grade" in r.stderr
+    store = gb.ResultStore(tmp_path / "locked" / "results.jsonl")
+    try:
+        r = grade("batch", cls, "--out", tmp_path / "locked")
+        assert r.returncode == 2 and "another batch" in r.stderr
+    finally:
+        store.close()
+
+
+def test_exit_codes_are_documented():
+    for code in ("0  every submission", "2  usage error", "3  no GPU", "4  incomplete"):
+        assert code in batch.__doc__
+
+
+# --- gradebook files -------------------------------------------------------------------------------------
+def _row(id: str, verdict: str = "error", reason: str = "r", fraction: float | None = None) -> gb.BatchResult:
+    report = GradeReport(file=f"{id}.cu", verdict=verdict, reason=reason, fraction=fraction)
+    return gb.make_result(id=id, path=f"{id}.cu", key=id, sha256=None, report=report, grader_version="t")
+
+
+def test_csv_neutralises_formulas_and_terminal_text_is_printable():
+    text = gb.gradebook_csv([_row("=HYPERLINK(\"http://x\")"), _row("-2+3"), _row("ok", "gold", "fine", 0.95)])
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[1][0].startswith("'=") and rows[2][0].startswith("'-")
+    assert rows[3][:3] == ["ok", "gold", "0.950"]
+    shown = gb.printable("evil\x1b[31m|name\n")
+    assert "\x1b" not in shown and "\n" not in shown and "\\|" in shown
+
+
+def test_histogram_and_summary():
+    rows = [_row(f"s{i}", "gold" if f >= 0.9 else "fail", "x", f) for i, f in enumerate([0.05, 0.55, 0.93, 0.97, 1.2])]
+    h = gb.histogram([r.fraction for r in rows])
+    lines = h.splitlines()
+    assert len(lines) == 11 and lines[9].startswith("0.9 - 1.0 |    2") and lines[10].startswith("1.0 +")
+    book = gb.build_gradebook(rows, "t", {})
+    md = gb.summary_markdown(book)
+    assert "| gold      |       3 |" in md and "0.9 - 1.0" in md
+
+
+def test_progress_line_estimates_time_left():
+    p = batch.Progress(total=10, already=2, slots=2, quiet=False, stream=io.StringIO())
+    assert "estimating" in p.line(["alice"], left=8)
+    p.durations = [10.0, 10.0]
+    p.done = 2
+    line = p.line(["alice", "bob"], left=4)
+    assert line.startswith("grade batch: 4/10 (2 already graded); now: alice, bob") and "about 25 s left" in line
+
+
+# --- Gradescope ------------------------------------------------------------------------------------------
+def _verified(passed: bool) -> Verification:
+    return Verification(rows=101, cols=97, passed=passed, total=9797, message="correct" if passed else "wrong at (0, 1)")
+
+
+@pytest.mark.parametrize(
+    "verdict, stage, compiled, verification, score, statuses",
+    [
+        ("gold", "grade", True, [True], 10.0, ["passed", "passed", "passed"]),
+        ("silver", "grade", True, [True], 8.0, ["passed", "passed", "passed"]),
+        ("fail", "grade", True, [True], 5.0, ["passed", "passed", "failed"]),
+        ("fail", "verify", True, [False], 1.0, ["passed", "failed", "failed"]),
+        ("error", "compile", False, [], 0.0, ["failed", "failed", "failed"]),
+        ("error", "run", True, [], 1.0, ["passed", "failed", "failed"]),
+        ("no-gpu", None, True, [], 1.0, ["passed", "failed", "failed"]),
+    ],
+)
+def test_gradescope_results(verdict, stage, compiled, verification, score, statuses):
+    report = GradeReport(file="s.cu", verdict=verdict, stage=stage, reason="why", details="s.cu:3: error: x",
+                         compile=CompileSummary(arch="sm_90", registers=20) if compiled else None,
+                         verification=[_verified(v) for v in verification], fraction=0.95 if stage == "grade" else None)
+    res = gb.gradescope_results(report)
+    assert res["score"] == score
+    assert [t["status"] for t in res["tests"]] == statuses
+    assert sum(t["max_score"] for t in res["tests"]) == 10.0
+    assert all({"name", "score", "max_score", "status", "output"} <= set(t) for t in res["tests"])
+    assert res["output"].startswith(f"Verdict: {verdict.upper()}")
+    if not compiled:
+        assert "s.cu:3: error: x" in res["tests"][0]["output"]
+
+
+def test_gradescope_format_writes_results_json(tmp_path, no_gpu):
+    out = tmp_path / "autograder" / "results"
+    r = grade("batch", SUBS / "gold_float4.cu", "--format", "gradescope", "--out", out, "--quiet")
+    assert r.returncode == 3
+    res = json.loads((out / "results.json").read_text())
+    assert res["score"] == 1.0 and [t["status"] for t in res["tests"]] == ["passed", "failed", "failed"]
+    assert "no GPU" in res["tests"][1]["output"]
