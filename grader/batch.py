@@ -523,6 +523,7 @@ def run_jobs(todo: list[Item], slots: list[Slot], *, compile_limit: float, run_l
                 if job.result is not None:
                     phases = dict(job.result.get("phases", {}))
                     phases["start"] = (w.ready or now) - w.spawned
+                    phases["wall"] = now - job.started
                     finish(slot, GradeReport.model_validate(job.result["report"]), phases)
                 elif w.eof or w.popen.poll() is not None and not _readable(w):
                     w.popen.wait()

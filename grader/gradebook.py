@@ -45,7 +45,9 @@ class BatchResult(BaseModel):
     timed); flags: short names of the report's flags ("borderline" added when the verdict is borderline);
     gpu: the card's name; device: the CUDA_VISIBLE_DEVICES entry the worker was pinned to; floor_gbs and
     floor_version: the copy floor measured in the submission's process; phases: seconds spent per phase
-    (start, read, context, compile, verify, time, other, total); finished: UTC time the row was written.
+    (start: process start and imports, read, context, compile, verify, time, other, total: inside the worker from
+    job to result; wall: the batch's view from sending the job to receiving the result, including a wait for
+    a worker still starting); finished: UTC time the row was written.
     """
 
     schema_version: int = RESULT_SCHEMA_VERSION
