@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import secrets
-from importlib.resources import files
 
 import numpy as np
 
@@ -21,7 +20,8 @@ from grader.flags import byte_count_flags
 from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
 from grader.source import read_submission
-from grader.timing import FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, TimingStats, bench_shape, gbs
+from grader.timing import (FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, InputFiller, TimingStats,
+                           bench_shape, gbs)
 from grader.verify import DeviceCheck, Verification, verify
 
 BAND_SIGMAS = 2.0
@@ -211,19 +211,3 @@ def _fill_table(report: GradeReport, stats: dict[str, TimingStats], n: int) -> N
     report.fraction_low, report.fraction_high = report.fraction * (1 - half), report.fraction * (1 + half)
     report.fraction_of_scalar_copy = stats[FLOOR_SCALAR].median_ms / sub.median_ms
 
-
-class InputFiller:
-    """Fills device buffers with uniform random floats on the GPU (grader/kernels/inputs.cu)."""
-
-    BLOCK = 256
-
-    def __init__(self, gpu: Gpu) -> None:
-        text = files("grader.kernels").joinpath("inputs.cu").read_text()
-        self.gpu = gpu
-        self.kernel = gpu.load(compile_kernels(text, "inputs.cu", ("fillUniform",), gpu.info.arch))["fillUniform"]
-
-    def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
-        """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
-        grid = (min(math.ceil(n / self.BLOCK), self.gpu.info.multiprocessors * 8), 1, 1)
-        self.gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(int(buf.handle)), np.uint64(n),
-                        np.uint64(seed), np.float32(lo), np.float32(hi))

@@ -168,3 +168,19 @@ class CopyFloor:
             FLOOR_MEMCPY: lambda: gpu.copy(dst, src, n * exercise.BYTES_PER_FLOAT),
         }
 
+
+class InputFiller:
+    """Fills device buffers with uniform random floats on the GPU (grader/kernels/inputs.cu)."""
+
+    BLOCK = 256
+
+    def __init__(self, gpu: Gpu) -> None:
+        text = files("grader.kernels").joinpath("inputs.cu").read_text()
+        self.gpu = gpu
+        self.kernel = gpu.load(compile_kernels(text, "inputs.cu", ("fillUniform",), gpu.info.arch))["fillUniform"]
+
+    def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
+        """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
+        grid = (min(math.ceil(n / self.BLOCK), self.gpu.info.multiprocessors * 8), 1, 1)
+        self.gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(int(buf.handle)), np.uint64(n),
+                        np.uint64(seed), np.float32(lo), np.float32(hi))

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from grader import exercise
 from grader.device import Gpu
-from grader.grade import InputFiller
+from grader.timing import InputFiller
 from grader.timing import MIN_REPS, TARGET_RSE, TIME_CAP_S, WARMUP_MS, AlternatingTimer, CopyFloor, bench_shape, gbs
 from reference_kernels import references as ref
 from reference_kernels.suite import (
