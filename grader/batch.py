@@ -1,6 +1,6 @@
 """`grade batch` and `grade merge`: grade a whole class, each submission in its own process, resumably.
 
-  grade batch PATH... [--out DIR] [--compile-limit S] [--run-limit S] [--shard K/N] [--gpus LIST]
+  grade batch PATH... [--out DIR] [--compile-limit S] [--run-limit S] [--memory-limit GIB] [--shard K/N] [--gpus LIST]
                       [--workers N] [--limit N] [--retry-errors] [--regrade] [--arch sm_XY] [--seed N]
                       [--format gradebook|gradescope] [--quiet]
   grade merge OUT RESULTS...
@@ -12,9 +12,10 @@ pointing elsewhere is refused before anything is read.
 
 Isolation: every submission is compiled, verified and timed by `python -m grader.worker` (grader.worker), a
 fresh process pinned to one GPU with CUDA_VISIBLE_DEVICES, started from an empty folder. The worker reports
-its stage; the batch stops it when the compile stage passes --compile-limit or the start-up or run stage
-passes --run-limit, and records an error row with the reason; a worker that dies (a fault, a signal) is an
-error row too. One worker runs per GPU, so no two timings share a GPU; the next worker is started (imports
+its stage; the batch stops it when the compile stage passes --compile-limit, the start-up or run stage
+passes --run-limit, or its memory passes --memory-limit, and records an error row with the reason; a worker
+that dies (a fault, a signal) is an error row too (grader.pool). A worker that dies before it is even ready
+is a broken install, not a submission: the batch stops (exit 4) without a row for it. One worker runs per GPU, so no two timings share a GPU; the next worker is started (imports
 done, CUDA untouched) while the current one runs. The batch never initialises CUDA itself: GPUs are counted
 by a short-lived `python -m grader.worker --probe`.
 
@@ -31,7 +32,8 @@ Exit codes:
   0  every submission has a row (whatever the verdicts)
   2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
-  4  incomplete: --limit reached or interrupted (Ctrl-C, SIGTERM); run the same command again to finish
+  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), or a worker could not start; run the
+     same command again to finish
 """
 
 from __future__ import annotations
@@ -41,19 +43,18 @@ import hashlib
 import json
 import os
 import re
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import grader
 from grader import gradebook as gb
 from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
+from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, safe_source_name
 
@@ -63,10 +64,11 @@ DEFAULT_COMPILE_LIMIT = 60.0
 DEFAULT_RUN_LIMIT = 120.0
 """Seconds for start-up (imports, CUDA context) and, separately, for verification plus timing (the timer
 stops itself after about 20 s, twice that for a borderline kernel)."""
+DEFAULT_MEMORY_LIMIT_GIB = 16.0
+"""Resident memory a worker may use (a grading takes well under 1 GiB of host memory; NVRTC on an exploding
+template grows by hundreds of MiB a second)."""
 PROBE_TIMEOUT = 120.0
 PROBE_COMMAND = [sys.executable, "-m", "grader.worker", "--probe"]
-WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
-"""How a worker is started (tests replace it with a stand-in)."""
 RESULT_SOURCES = ("*.py", "kernels/*.cu")
 NOT_RESULT_SOURCES = {"batch.py", "gradebook.py", "worker.py", "cli.py"}
 """Grader files whose digest is part of the resume key: a change to any of them regrades (the batch's own
@@ -237,7 +239,7 @@ def probe_gpus() -> tuple[int, list[str], str]:
     child (this process never initialises CUDA: a forked or later-spawned CUDA user must start clean)."""
     try:
         out = subprocess.run(PROBE_COMMAND, capture_output=True,
-                             timeout=PROBE_TIMEOUT, env=_child_env(None), cwd=tempfile.gettempdir(), text=True)
+                             timeout=PROBE_TIMEOUT, env=child_env(None), cwd=tempfile.gettempdir(), text=True)
         info = json.loads(out.stdout.strip().splitlines()[-1])
         return int(info["count"]), list(info["names"]), str(info.get("reason", ""))[:120]
     except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
@@ -260,302 +262,6 @@ def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
     return GpuPlan(entries=[ids[g] for g in chosen], names=[names[g] for g in chosen])
 
 
-def _child_env(entry: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    if entry is not None:
-        env["CUDA_VISIBLE_DEVICES"] = entry
-    here = str(Path(grader.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-# --- workers ---------------------------------------------------------------------------------------------
-@dataclass
-class Worker:
-    """A started `python -m grader.worker`: its process, message pipe and stderr log."""
-
-    popen: subprocess.Popen
-    rfd: int
-    log: object
-    spawned: float
-    ready: float | None = None
-    buf: bytes = b""
-    eof: bool = False
-    messages: list[dict] = field(default_factory=list)
-
-    def read(self) -> None:
-        """Read what the pipe holds; complete JSON lines go to `messages`; EOF sets `eof`."""
-        try:
-            chunk = os.read(self.rfd, 1 << 20)
-        except BlockingIOError:
-            return
-        if not chunk:
-            self.eof = True
-            return
-        self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n")
-        for line in lines:
-            try:
-                self.messages.append(json.loads(line))
-            except ValueError:
-                pass
-
-    def stop(self) -> None:
-        """Kill the process (if alive), reap it and close its pipe."""
-        if self.popen.poll() is None:
-            self.popen.kill()
-        self.popen.wait()
-        self.close()
-
-    def close(self) -> None:
-        for closer in (lambda: os.close(self.rfd), self.log.close, lambda: self.popen.stdin and self.popen.stdin.close()):
-            try:
-                closer()
-            except OSError:
-                pass
-
-    def stderr_tail(self) -> str:
-        """The last line of the worker's stderr (a Python exception's one-line summary), at most 200 chars."""
-        try:
-            self.log.seek(0)
-            lines = [ln for ln in self.log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-        except (OSError, ValueError):
-            return ""
-        return lines[-1].strip()[:200] if lines else ""
-
-
-def spawn(entry: str | None, tmp: Path) -> Worker:
-    """Start a worker pinned to GPU `entry` (a CUDA_VISIBLE_DEVICES value; None: none set), in the empty
-    folder `tmp`, in its own session (a Ctrl-C reaches the batch only; the batch stops its workers)."""
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    log = tempfile.TemporaryFile(dir=tmp)
-    env = _child_env(entry)
-    env["TMPDIR"] = str(tmp)
-    popen = subprocess.Popen([*WORKER_COMMAND, "--fd", str(w)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=log, pass_fds=(w,), env=env, cwd=tmp, start_new_session=True)
-    os.close(w)
-    return Worker(popen=popen, rfd=r, log=log, spawned=time.monotonic())
-
-
-@dataclass
-class Job:
-    """A submission being graded in a slot: its worker, the stage it reported, and the deadline of that stage."""
-
-    item: Item
-    worker: Worker
-    started: float
-    stage: str = "setup"
-    deadline: float = 0.0
-    result: dict | None = None
-
-
-@dataclass
-class Slot:
-    """One GPU (or, without a GPU, one CPU worker): the job running there and the standby worker."""
-
-    entry: str | None
-    job: Job | None = None
-    standby: Worker | None = None
-
-
-STAGE_OF = {"setup": "setup", "compiling": "compile", "running": "run", "verifying": "run", "timing": "run"}
-
-
-def timeout_reason(stage: str, compile_limit: float, run_limit: float) -> str:
-    """The reason recorded when a worker is stopped at its stage's time limit."""
-    if stage == "compiling":
-        return (f"compile time limit exceeded: NVRTC ran for more than {compile_limit:g} s (deep template "
-                "recursion or a huge unrolled loop?); the grading process was stopped")
-    if stage == "setup":
-        return f"the grading process did not start within {run_limit:g} s (CUDA start-up hung?); it was stopped"
-    doing = {"verifying": "while verifying at the ragged shapes", "timing": "while being timed"}.get(stage, "")
-    return (f"run time limit exceeded: the kernel did not finish within {run_limit:g} s {doing} (an endless loop "
-            "such as while(1), or a kernel far too slow to time); the grading process was stopped").replace("  ", " ")
-
-
-def died_reason(stage: str, returncode: int | None, tail: str) -> str:
-    """The reason recorded when a worker exits without a result."""
-    if returncode is not None and returncode < 0:
-        try:
-            how = signal.Signals(-returncode).name
-        except ValueError:
-            how = f"signal {-returncode}"
-    else:
-        how = f"exit code {returncode}"
-    where = {"setup": "start-up", "compiling": "compilation", "running": "the run", "verifying": "verification",
-             "timing": "timing"}.get(stage, stage)
-    return f"the grading process died during {where} ({how})" + (f": {tail}" if tail else "")
-
-
-class Progress:
-    """The progress line on stderr: count, current students, time left. Redrawn in place on a terminal; one
-    line per finished submission otherwise; nothing when quiet."""
-
-    def __init__(self, total: int, already: int, slots: int, quiet: bool, stream=None) -> None:
-        self.total, self.already, self.slots, self.quiet = total, already, slots, quiet
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.durations: list[float] = []
-        self.done = 0
-
-    def line(self, running: list[str], left: int) -> str:
-        eta = "estimating time left"
-        if self.durations:
-            per = sum(self.durations) / len(self.durations)
-            secs = per * (left + 0.5 * len(running)) / max(1, self.slots)
-            eta = f"about {_duration(secs)} left"
-        now = ", ".join(gb.printable(r, 24) for r in running[:4]) + (" ..." if len(running) > 4 else "")
-        skipped = f" ({self.already} already graded)" if self.already else ""
-        return f"grade batch: {self.done + self.already}/{self.total}{skipped}; now: {now or '-'}; {eta}"
-
-    def update(self, running: list[str], left: int, finished: str | None = None) -> None:
-        if self.quiet:
-            return
-        if self.tty:
-            self.stream.write("\r\x1b[K" + self.line(running, left)[:200])
-            self.stream.flush()
-        elif finished:
-            self.stream.write(self.line(running, left) + f"  [{finished}]\n")
-            self.stream.flush()
-
-    def end(self) -> None:
-        if self.tty and not self.quiet:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
-def _duration(s: float) -> str:
-    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
-
-
-class Interrupted(Exception):
-    """Raised in the batch by SIGINT or SIGTERM (a Slurm time limit sends SIGTERM)."""
-
-
-def run_jobs(todo: list[Item], slots: list[Slot], *, compile_limit: float, run_limit: float, arch: str | None,
-             seed: int | None, on_result, progress: Progress, tmp: Path) -> bool:
-    """Grade `todo` on `slots`, one worker per submission, calling on_result(item, report, phases, entry) as
-    each result is known. Returns True when every item got a result, False when interrupted (the jobs in
-    flight are stopped and left for the next run)."""
-    pending = list(todo)
-    sel = selectors.DefaultSelector()
-    watched: dict[int, Worker] = {}
-
-    def watch(w: Worker) -> None:
-        sel.register(w.rfd, selectors.EVENT_READ, w)
-        watched[w.rfd] = w
-
-    def unwatch(w: Worker) -> None:
-        if w.rfd in watched:
-            sel.unregister(w.rfd)
-            del watched[w.rfd]
-
-    def running_ids() -> list[str]:
-        return [s.job.item.id for s in slots if s.job]
-
-    def finish(slot: Slot, report: GradeReport, phases: dict[str, float]) -> None:
-        job = slot.job
-        slot.job = None
-        unwatch(job.worker)
-        job.worker.stop()
-        progress.durations.append(time.monotonic() - job.started)
-        on_result(job.item, report, phases, slot.entry)
-        progress.done += 1
-        progress.update(running_ids(), len(pending), finished=f"{job.item.id}: {report.verdict}")
-
-    try:
-        while pending or any(s.job for s in slots):
-            for slot in slots:
-                if slot.job or not pending:
-                    continue
-                item = pending.pop(0)
-                w = slot.standby or spawn(slot.entry, tmp)
-                slot.standby = None
-                if w.rfd not in watched:
-                    watch(w)
-                now = time.monotonic()
-                slot.job = Job(item=item, worker=w, started=now, deadline=now + run_limit)
-                job = {"path": str(item.real), "sha256": item.sha256, "name": item.name, "display": item.path,
-                       "arch": arch, "seed": seed}
-                try:
-                    w.popen.stdin.write((json.dumps(job) + "\n").encode())
-                    w.popen.stdin.flush()
-                except OSError:
-                    pass  # the worker died before reading: its EOF is handled below
-                if pending:
-                    slot.standby = spawn(slot.entry, tmp)
-                    watch(slot.standby)
-                progress.update(running_ids(), len(pending))
-            deadlines = [s.job.deadline for s in slots if s.job]
-            wait = max(0.0, min([*deadlines, time.monotonic() + 1.0]) - time.monotonic())
-            for key, _ in sel.select(timeout=min(wait, 1.0)):
-                key.data.read()
-            now = time.monotonic()
-            for slot in slots:
-                if slot.standby and (slot.standby.messages or slot.standby.eof):
-                    for msg in slot.standby.messages:
-                        if msg.get("event") == "ready":
-                            slot.standby.ready = now
-                    slot.standby.messages.clear()
-                    if slot.standby.eof:  # a standby that died: start another when needed
-                        unwatch(slot.standby)
-                        slot.standby.stop()
-                        slot.standby = None
-                job = slot.job
-                if not job:
-                    continue
-                w = job.worker
-                for msg in w.messages:
-                    event = msg.get("event")
-                    if event == "ready" and w.ready is None:
-                        w.ready = now
-                    elif event == "stage":
-                        job.stage = msg.get("stage", job.stage)
-                        if job.stage == "compiling":
-                            job.deadline = now + compile_limit
-                        elif job.stage == "running":
-                            job.deadline = now + run_limit
-                    elif event == "result":
-                        job.result = msg
-                w.messages.clear()
-                if job.result is not None:
-                    phases = dict(job.result.get("phases", {}))
-                    phases["start"] = (w.ready or now) - w.spawned
-                    phases["wall"] = now - job.started
-                    finish(slot, GradeReport.model_validate(job.result["report"]), phases)
-                elif w.eof or w.popen.poll() is not None and not _readable(w):
-                    w.popen.wait()
-                    reason = died_reason(job.stage, w.popen.returncode, w.stderr_tail())
-                    finish(slot, _error_report(job.item, STAGE_OF.get(job.stage, job.stage), reason), {})
-                elif now > job.deadline:
-                    w.stop()
-                    finish(slot, _error_report(job.item, STAGE_OF.get(job.stage, job.stage),
-                                               timeout_reason(job.stage, compile_limit, run_limit)), {})
-        return True
-    except Interrupted:
-        return False
-    finally:
-        for slot in slots:
-            for w in (slot.standby, slot.job.worker if slot.job else None):
-                if w:
-                    unwatch(w)
-                    w.stop()
-            slot.job = slot.standby = None
-        sel.close()
-
-
-def _readable(w: Worker) -> bool:
-    """Read what is left in an exited worker's pipe; True while more may come."""
-    w.read()
-    return not w.eof and bool(w.buf)
-
-
-def _error_report(item: Item, stage: str, reason: str) -> GradeReport:
-    return GradeReport(file=item.path, sha256=item.sha256 or "", verdict="error", stage=stage, reason=reason)
-
-
 # --- the command ---------------------------------------------------------------------------------------
 def batch_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -572,6 +278,8 @@ def batch_parser() -> argparse.ArgumentParser:
                    help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
     p.add_argument("--run-limit", type=float, default=DEFAULT_RUN_LIMIT, metavar="S",
                    help=f"seconds for start-up, and for verification plus timing (default {DEFAULT_RUN_LIMIT:g})")
+    p.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
+                   help=f"stop a worker whose resident memory passes this (default {DEFAULT_MEMORY_LIMIT_GIB:g} GiB)")
     p.add_argument("--shard", metavar="K/N", help="grade only slice K of N (1-based; sorted by id, round robin)")
     p.add_argument("--gpus", metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); default all")
     p.add_argument("--workers", type=int, default=1, metavar="N",
@@ -611,15 +319,19 @@ def batch_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         k, n = parse_shard(args.shard) if args.shard else (1, 1)
-        if args.compile_limit <= 0 or args.run_limit <= 0 or args.workers < 1 or (args.limit is not None and args.limit < 0):
-            raise ValueError("--compile-limit, --run-limit, --workers and --limit must be positive")
+        if min(args.compile_limit, args.run_limit, args.memory_limit, args.workers) <= 0 or (args.limit or 0) < 0:
+            raise ValueError("--compile-limit, --run-limit, --memory-limit, --workers and --limit must be positive")
     except ValueError as err:
         parser.error(str(err))
     items = discover(args.paths)
     if args.shard:
         items = shard(items, k, n)
     if args.format == "gradescope" and len(items) != 1:
-        return _usage(f"--format gradescope grades one submission; {len(items)} found")
+        found = ", ".join(gb.printable(it.id, 40) for it in items[:5]) or "none"
+        message = f"--format gradescope grades one submission; {len(items)} found ({found})"
+        gb.write_json(Path(args.out) / "results.json", gb.gradescope_refusal(
+            f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
+        return _usage(message)
     if not items:
         return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
     try:
@@ -656,7 +368,7 @@ def batch_main(argv: list[str]) -> int:
     if args.limit is not None:
         todo = todo[: args.limit]
     for it in [it for it in todo if it.problem]:
-        record(it, _error_report(it, "input", it.problem), {}, None)
+        record(it, error_report(it, "input", it.problem), {}, None)
         progress.done += 1
     todo = [it for it in todo if not it.problem]
     complete = True
@@ -676,9 +388,14 @@ def batch_main(argv: list[str]) -> int:
         if todo:
             slots = [Slot(entry=e) for e in plan.entries]
             complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
-                                arch=args.arch, seed=args.seed, on_result=record, progress=progress, tmp=tmp)
+                                memory_limit=args.memory_limit * 2**30, arch=args.arch, seed=args.seed,
+                                on_result=record, progress=progress, tmp=tmp)
     except Interrupted:
         complete = False
+    except WorkerStartError as err:
+        complete = False
+        print(f"grade batch: {err}; the batch stopped (rows so far are kept: fix the install and run again)",
+              file=sys.stderr)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -687,8 +404,9 @@ def batch_main(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = [results[it.key] for it in items if it.key in results]
     complete = complete and len(rows) == len(items)
-    book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard,
-                                                         "compile_limit": args.compile_limit, "run_limit": args.run_limit})
+    book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard, "compile_limit":
+                                                         args.compile_limit, "run_limit": args.run_limit,
+                                                         "memory_limit_gib": args.memory_limit})
     paths = gb.write_outputs(book, out, suffix)
     if args.format == "gradescope" and rows and rows[0].report:
         paths["gradescope"] = out / "results.json"

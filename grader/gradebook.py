@@ -368,6 +368,13 @@ def gradescope_results(report: GradeReport) -> dict:
     }
 
 
+def gradescope_refusal(message: str) -> dict:
+    """Gradescope's results.json for a submission that could not be graded at all (no file, several files):
+    score 0 and the message."""
+    return {"score": 0.0, "output": message,
+            "tests": [_gs_test("A single .cu submission", 0.0, POINTS_COMPILE, False, message)]}
+
+
 def _gs_test(name: str, score: float, max_score: float, passed: bool, output: str) -> dict:
     return {"name": name, "score": score, "max_score": max_score, "status": "passed" if passed else "failed",
             "output": output, "visibility": "visible"}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch, gradebook as gb
+from grader import batch, gradebook as gb, pool
 from grader.report import CompileSummary, GradeReport
 from grader.verify import Verification
 
@@ -368,7 +368,7 @@ def test_shards_then_merge_give_one_gradebook(tmp_path):
 
 # --- the worker's limits and crashes (stand-in worker) ---------------------------------------------------
 def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(batch, "WORKER_COMMAND", [sys.executable, str(FAKE_WORKER)])
+    monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, str(FAKE_WORKER)])
     cls = make_class(tmp_path, {"a.cu": "// FAKE: hang-setup\n", "b.cu": "// FAKE: hang-compile\n",
                                 "c.cu": "// FAKE: hang-run\n", "d.cu": "// FAKE: segv\n", "e.cu": "// FAKE: exit\n",
                                 "f.cu": "// fine\n"})
@@ -388,6 +388,28 @@ def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, mo
     assert not _children(os.getpid()) or all(not _alive(p) for p in _children(os.getpid()))
 
 
+def test_memory_limit_stops_an_exploding_compile(tmp_path):
+    cls = make_class(tmp_path, {"deep.cu": DATA / "deep_template.cu", "ok.cu": REFUSED_INCLUDE})
+    out = tmp_path / "out"
+    t0 = time.time()
+    r = grade("batch", cls, "--out", out, "--memory-limit", "0.4", "--compile-limit", "120", "--quiet")
+    assert r.returncode in (0, 3) and time.time() - t0 < 60
+    rows = by_id(out)
+    assert rows["deep"]["stage"] == "compile"
+    assert "memory limit exceeded: the grading process used more than 0.4 GiB while compiling" in rows["deep"]["reason"]
+    assert rows["ok"]["stage"] == "source"
+
+
+def test_a_worker_that_cannot_start_stops_the_batch_without_rows(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, "-c", "import sys; sys.exit('broken install')"])
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE})
+    out = tmp_path / "out"
+    assert batch.main(["batch", str(cls), "--out", str(out), "--quiet"]) == batch.EXIT_INCOMPLETE
+    err = capsys.readouterr().err
+    assert "the grading process failed to start" in err and "broken install" in err
+    assert jsonl(out / "results.jsonl") == []
+
+
 # --- usage errors ----------------------------------------------------------------------------------------
 def test_usage_errors_exit_2(tmp_path):
     cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE})
@@ -395,6 +417,8 @@ def test_usage_errors_exit_2(tmp_path):
     assert grade("batch", cls, "--compile-limit", "0").returncode == 2
     r = grade("batch", cls, "--format", "gradescope", "--out", tmp_path / "gs")
     assert r.returncode == 2 and "one submission" in r.stderr
+    res = json.loads((tmp_path / "gs" / "results.json").read_text())
+    assert res["score"] == 0.0 and "found 2 (a, b)" in res["output"]
     (tmp_path / "empty").mkdir()
     r = grade("batch", tmp_path / "empty", "--out", tmp_path / "o")
     assert r.returncode == 2 and "nothing to grade" in r.stderr
