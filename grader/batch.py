@@ -102,7 +102,11 @@ def discover(paths: list[str]) -> list[Item]:
         p = Path(raw)
         if not p.exists() and not p.is_symlink():
             items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder"))
-        elif p.is_dir() and not p.is_symlink():
+        elif p.is_symlink() and not _inside(p.resolve(), p.parent.resolve()):
+            # `grade batch uploads/*` names each upload: a link there is as hostile as one inside a folder
+            items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: a link pointing outside "
+                              f"{p.parent.resolve()}; refused without reading it (give the real path to grade it)"))
+        elif p.is_dir():
             root = p.resolve()
             for entry in sorted(p.iterdir()):
                 if entry.name.startswith("."):
@@ -384,7 +388,10 @@ def batch_main(argv: list[str]) -> int:
 
     try:
         for s in old:
-            signal.signal(s, interrupt)
+            try:
+                signal.signal(s, interrupt)
+            except ValueError:  # not the main thread: no clean stop on a signal
+                pass
         if todo:
             slots = [Slot(entry=e) for e in plan.entries]
             complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
@@ -398,7 +405,10 @@ def batch_main(argv: list[str]) -> int:
               file=sys.stderr)
     finally:
         for s, h in old.items():
-            signal.signal(s, h)
+            try:
+                signal.signal(s, h)
+            except (ValueError, TypeError):
+                pass
         progress.end()
         store.close()
         shutil.rmtree(tmp, ignore_errors=True)

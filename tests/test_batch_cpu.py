@@ -88,6 +88,7 @@ def test_examples_grade_to_no_gpu_and_every_output_is_written(tmp_path, no_gpu):
             assert "compile_error.cu:" in rows[i]["error"]
         else:
             assert rows[i]["verdict"] == "no-gpu", rows[i]["reason"]
+            assert rows[i]["phases"]["compile"] > 0 and "context" in rows[i]["phases"]
     book = gb.Gradebook.model_validate_json((out / "gradebook.json").read_text())
     assert book.counts["no-gpu"] == len(ids) - 1 and book.counts["error"] == 1
     summary = (out / "summary.md").read_text()
@@ -135,6 +136,21 @@ def test_links_outside_the_batch_folder_are_refused_before_reading(tmp_path):
     assert items["inside"].problem is None and items["real"].problem is None
     direct = batch.discover([str(cls / "leak.cu")])[0]
     assert "a link pointing outside" in direct.problem and direct.sha256 is None
+    direct = batch.discover([str(cls / "leakdir")])  # `grade batch uploads/*` names each upload
+    assert len(direct) == 1 and "a link pointing outside" in direct[0].problem
+    (tmp_path / "class_link").symlink_to(cls)  # a link to a sibling folder is followed
+    assert "real" in {it.id for it in batch.discover([str(tmp_path / "class_link")])}
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "class_link").symlink_to(cls)
+    assert "a link pointing outside" in batch.discover([str(tmp_path / "elsewhere" / "class_link")])[0].problem
+    assert {it.id for it in batch.discover([str(cls / "inside.cu"), str(cls)])} >= {"inside", "real"}
+
+
+def test_worker_finds_the_stages_it_wraps():
+    import grader.grade
+
+    for name in ("read_submission", "open_gpu", "compile_kernels", "verify", "_time"):
+        assert callable(getattr(grader.grade, name, None)), f"grader.worker times and announces {name}"
 
 
 def test_unreadable_paths_become_error_rows(tmp_path):
