@@ -22,7 +22,8 @@ by a short-lived `python -m grader.worker --probe`.
 Resume: each row is appended to OUT/results.jsonl (flush + fsync) the moment it is known. A row is reused
 when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version and a digest of
 the grader's source, --arch, --seed, the GPU model(s) seen). A rerun of the same command grades only what is
-missing. --retry-errors regrades rows whose verdict is error; --regrade regrades everything. (The id is in
+missing. --retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row
+is regraded whenever a GPU is visible. (The id is in
 the key too: two students who hand in the same bytes get a row each.)
 
 Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
@@ -357,7 +358,8 @@ def batch_main(argv: list[str]) -> int:
         for row in gb.load_rows(f)[0]:
             known[row.key] = row
     todo = [it for it in items if args.regrade or it.key not in known
-            or (args.retry_errors and known[it.key].verdict == "error")]
+            or (args.retry_errors and known[it.key].verdict == "error")
+            or (plan.names and known[it.key].verdict == "no-gpu")]  # a GPU that failed to open last time
     todo_keys = {it.key for it in todo}
     results: dict[str, gb.BatchResult] = {it.key: known[it.key] for it in items
                                           if it.key in known and it.key not in todo_keys}
