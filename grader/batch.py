@@ -15,16 +15,17 @@ fresh process pinned to one GPU with CUDA_VISIBLE_DEVICES, started from an empty
 its stage; the batch stops it when the compile stage passes --compile-limit, the start-up or run stage
 passes --run-limit, or its memory passes --memory-limit, and records an error row with the reason; a worker
 that dies (a fault, a signal) is an error row too (grader.pool). A worker that dies before it is even ready
-is a broken install, not a submission: the batch stops (exit 4) without a row for it. One worker runs per GPU, so no two timings share a GPU; the next worker is started (imports
-done, CUDA untouched) while the current one runs. The batch never initialises CUDA itself: GPUs are counted
-by a short-lived `python -m grader.worker --probe`.
+is a broken install, not a submission: the batch stops (exit 4) without a row for it. One worker runs per
+GPU, so no two timings share a GPU; the next worker is started (imports done, CUDA untouched) while the
+current one runs. The batch never initialises CUDA itself: GPUs are counted by a short-lived
+`python -m grader.worker --probe`.
 
 Resume: each row is appended to OUT/results.jsonl (flush + fsync) the moment it is known. A row is reused
-when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version and a digest of
-the grader's source, --arch, --seed, the GPU model(s) seen). A rerun of the same command grades only what is
-missing. --retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row
-is regraded whenever a GPU is visible. (The id is in
-the key too: two students who hand in the same bytes get a row each.)
+when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version
+and a digest of the grader's source, --arch, --seed, the GPU model(s) seen). The id is in the key: two
+students who hand in the same bytes get a row each. A rerun of the same command grades only what is missing.
+--retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row is regraded
+whenever a GPU is visible.
 
 Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
 name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT/results.json for Gradescope.
@@ -115,7 +116,8 @@ def discover(paths: list[str]) -> list[Item]:
                 if entry.is_dir():
                     if entry.is_symlink() and not _inside(entry.resolve(), root):
                         items.append(Item(id=entry.name, path=str(entry),
-                                          problem=f"{entry}: a link pointing outside {root}; refused without reading it"))
+                                          problem=f"{entry}: a link pointing outside {root}; refused without "
+                                          "reading it"))
                     else:
                         items.append(_student_folder(entry, root))
                 elif entry.name.lower().endswith(".cu"):

@@ -76,7 +76,9 @@ def make_result(*, id: str, path: str, key: str, sha256: str | None, report: Gra
                 grader_version: str, device: str | None = None, phases: dict[str, float] | None = None) -> BatchResult:
     """The row for one submission from its GradeReport (real, or built by the batch for a stopped process)."""
     flags = [f.kind for f in report.flags] + (["borderline"] if report.borderline else [])
-    details = report.details if len(report.details) <= MAX_DETAILS_CHARS else report.details[:MAX_DETAILS_CHARS] + "\n[cut]"
+    details = report.details
+    if len(details) > MAX_DETAILS_CHARS:
+        details = details[:MAX_DETAILS_CHARS] + "\n[cut]"
     return BatchResult(
         id=id, path=path, sha256=sha256, key=key, verdict=report.verdict, reason=report.reason,
         error=_error_text(report), stage=report.stage, details=details,

@@ -84,7 +84,8 @@ class Worker:
         self.close()
 
     def close(self) -> None:
-        for closer in (lambda: os.close(self.rfd), self.log.close, lambda: self.popen.stdin and self.popen.stdin.close()):
+        stdin = self.popen.stdin
+        for closer in (lambda: os.close(self.rfd), self.log.close, lambda: stdin and stdin.close()):
             try:
                 closer()
             except OSError:
@@ -312,7 +313,8 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
             w.popen.wait()
             tail = w.stderr_tail()
             if w.ready is None:
-                raise WorkerStartError(f"the grading process failed to start ({died_reason('setup', w.popen.returncode, tail)})")
+                why = died_reason("setup", w.popen.returncode, tail)
+                raise WorkerStartError(f"the grading process failed to start ({why})")
             finish(slot, error_report(job.item, stage, died_reason(job.stage, w.popen.returncode, tail)), {})
         elif now > job.deadline:
             finish(slot, error_report(job.item, stage, timeout_reason(job.stage, compile_limit, run_limit)), {})

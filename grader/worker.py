@@ -155,7 +155,8 @@ def grade_job(job: dict, channel: Channel) -> None:
             inner = inner.__context__
         fault = _fault_name(err)
         if isinstance(inner, SubmissionError):
-            report = GradeReport(file=name, verdict="error", stage=inner.stage, reason=str(inner), details=inner.details)
+            report = GradeReport(file=name, verdict="error", stage=inner.stage, reason=str(inner),
+                                 details=inner.details)
         elif fault:
             report = GradeReport(file=name, verdict="error", stage="run",
                                  reason=f"the kernel faulted on the GPU: {fault}")
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportError, ValueError, OSError):  # pragma: no cover
         pass
     channel = Channel(args.fd)
-    import grader.grade  # noqa: F401 - the imports are the start-up cost a standby worker pays in advance
+    import grader.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
 
     channel.send(event="ready", t=time.time())
     line = sys.stdin.readline()

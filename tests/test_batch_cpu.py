@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "batch"
 SUBS = ROOT / "submissions"
 FAKE_WORKER = ROOT / "tests" / "fake_worker.py"
-REFUSED_INCLUDE = '#include "/etc/passwd"\n__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n'
+REFUSED_INCLUDE = ('#include "/etc/passwd"\n'
+                   "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n")
 
 
 @pytest.fixture(scope="module")
@@ -487,7 +488,8 @@ def test_progress_line_estimates_time_left():
 
 # --- Gradescope ------------------------------------------------------------------------------------------
 def _verified(passed: bool) -> Verification:
-    return Verification(rows=101, cols=97, passed=passed, total=9797, message="correct" if passed else "wrong at (0, 1)")
+    return Verification(rows=101, cols=97, passed=passed, total=9797,
+                        message="correct" if passed else "wrong at (0, 1)")
 
 
 @pytest.mark.parametrize(
