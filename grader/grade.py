@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Callable
 
 import numpy as np
 
@@ -63,19 +64,29 @@ def versions() -> dict[str, str]:
     return out
 
 
-def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, device_id: int = 0) -> GradeReport:
+STAGES = ("read", "context", "compile", "verify", "time")
+"""Stages grade_file announces to its `on_stage` callback, in order (a run may stop after any of them)."""
+
+
+def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, device_id: int = 0,
+               on_stage: Callable[[str], None] | None = None) -> GradeReport:
     """Grade one submission file end to end and return its report.
 
     arch: compile target when no GPU is present (default sm_90); with a GPU its own arch is used.
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
+    on_stage: called with each name of STAGES as that stage starts (grader.worker times phases and applies
+    the batch's compile and run time limits with it).
     Raises InputError (exit 2) for unreadable input; every problem of the submission itself is a report
     with verdict "error" or "fail".
     """
+    stage = on_stage or (lambda _name: None)
+    stage("read")
     sub = read_submission(path)
     seed = secrets.randbits(63) if seed is None else seed
     report = GradeReport(file=str(path), sha256=sub.sha256, verdict="error", reason="", seed=seed,
                          versions=versions(), contract=sub.contract)
     gpu, no_gpu = None, ""
+    stage("context")
     try:
         gpu = open_gpu(device_id)
         report.gpu = gpu.info
@@ -84,6 +95,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     target = gpu.info.arch if gpu else (arch or DEFAULT_ARCH)
     compiled = None
     try:
+        stage("compile")
         compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), target)
         info = compiled.kernels[exercise.KERNEL_NAME]
         report.compile = CompileSummary(arch=target, registers=info.registers, spill_stores=info.spill_stores,
@@ -96,7 +108,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
             report.reason = (f"no GPU ({no_gpu}); compiled for {target} and checked the parameter list, "
                              "both fine; verification and timing need a CUDA GPU")
         else:
-            _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed))
+            _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed), stage)
     except SubmissionError as err:
         report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
     if compiled is not None:
@@ -105,7 +117,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
 
 
 def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract, report: GradeReport,
-                rng: np.random.Generator) -> None:
+                rng: np.random.Generator, stage: Callable[[str], None]) -> None:
+    stage("verify")
     kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
     sizes = tuple(gpu.param_sizes(kernel))
     if sizes != widths:
@@ -116,6 +129,7 @@ def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract,
         if not v.passed:
             report.verdict, report.stage, report.reason = "fail", "verify", v.message
             return
+    stage("time")
     _time(gpu, kernel, contract, widths, report, rng)
 
 

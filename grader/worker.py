@@ -13,10 +13,8 @@ stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
   {"event": "stage", "stage": S, "t": ...}       S = compiling, running, verifying, timing
   {"event": "result", "report": {...}, "phases": {...}}  the GradeReport and seconds per phase
-The parent applies the compile time limit from `compiling` and the run time limit from `running`. Stages are
-seen without changing grader.grade: the names grade_file calls (read_submission, open_gpu, compile_kernels,
-verify, _time) are wrapped in that module for this process only; a name that is missing is left alone (the
-parent then applies the run limit from the start).
+The parent applies the compile time limit from `compiling` and the run time limit from `running`; both come
+from grade_file's on_stage callback (PhaseClock), which also times the phases.
 
 `python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
 (the batch's parent never initialises CUDA itself).
@@ -35,7 +33,6 @@ import time
 import traceback
 from pathlib import Path
 
-PHASES = ("read", "context", "compile", "verify", "time")
 
 
 def _die_with_parent() -> None:
@@ -65,44 +62,31 @@ class Channel:
             data = data[n:]
 
 
-def _instrument(channel: Channel, phases: dict[str, float]) -> None:
-    """Wrap grade_file's callees in grader.grade to time phases and announce stages (module docstring)."""
-    import grader.grade as g
+STAGE_MESSAGES = {"compile": ("compiling",), "verify": ("running", "verifying"), "time": ("timing",)}
+"""Messages sent to the parent as grade_file enters a stage: the parent's compile limit starts at
+`compiling`, its run limit at `running`."""
 
-    state = {"compiled": False}
 
-    def timed(phase: str, fn, stage: str | None = None):
-        def wrapper(*args, **kwargs):
-            if stage:
-                channel.send(event="stage", stage=stage, t=time.time())
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - t0
+class PhaseClock:
+    """grade_file's on_stage callback: times each phase (seconds, keyed by grader.grade.STAGES) and tells the
+    parent when compiling and running start."""
 
-        return wrapper
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.phases: dict[str, float] = {}
+        self.current: str | None = None
+        self.since = time.perf_counter()
 
-    def compile_wrapper(fn):
-        def wrapper(*args, **kwargs):
-            if state["compiled"]:  # the grader's own helper kernels, compiled during timing
-                return fn(*args, **kwargs)
-            channel.send(event="stage", stage="compiling", t=time.time())
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                phases["compile"] = phases.get("compile", 0.0) + time.perf_counter() - t0
-                state["compiled"] = True
-                channel.send(event="stage", stage="running", t=time.time())
+    def __call__(self, stage: str) -> None:
+        self.stop()
+        self.current, self.since = stage, time.perf_counter()
+        for message in STAGE_MESSAGES.get(stage, ()):
+            self.channel.send(event="stage", stage=message, t=time.time())
 
-        return wrapper
-
-    for name, wrap in (("read_submission", lambda f: timed("read", f)), ("open_gpu", lambda f: timed("context", f)),
-                       ("compile_kernels", compile_wrapper), ("verify", lambda f: timed("verify", f, "verifying")),
-                       ("_time", lambda f: timed("time", f, "timing"))):
-        if callable(getattr(g, name, None)):
-            setattr(g, name, wrap(getattr(g, name)))
+    def stop(self) -> None:
+        if self.current:
+            self.phases[self.current] = self.phases.get(self.current, 0.0) + time.perf_counter() - self.since
+            self.current = None
 
 
 def _read_job_file(job: dict) -> bytes:
@@ -134,9 +118,9 @@ def grade_job(job: dict, channel: Channel) -> None:
     from grader.errors import InputError, SubmissionError
     from grader.report import GradeReport
 
-    phases: dict[str, float] = {}
-    _instrument(channel, phases)
     import grader.grade as g
+
+    clock = PhaseClock(channel)
 
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="grade-"))
@@ -144,7 +128,7 @@ def grade_job(job: dict, channel: Channel) -> None:
     name = job["name"]
     try:
         (work / name).write_bytes(_read_job_file(job))
-        report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0)
+        report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
     except InputError as err:
         report = GradeReport(file=name, verdict="error", stage="input", reason=str(err))
     except SubmissionError as err:
@@ -164,9 +148,11 @@ def grade_job(job: dict, channel: Channel) -> None:
             last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
             report = GradeReport(file=name, verdict="error", stage="grader",
                                  reason=f"the grader failed on this submission ({last}); please report it")
+    clock.stop()
+    phases = clock.phases
     report.file = job.get("display", name)
     phases["total"] = time.perf_counter() - t0
-    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in PHASES))
+    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in g.STAGES))
     channel.send_raw('{"event": "result", "phases": %s, "report": %s}' % (json.dumps(phases), report.model_dump_json()))
 
 

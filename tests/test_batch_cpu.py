@@ -147,11 +147,22 @@ def test_links_outside_the_batch_folder_are_refused_before_reading(tmp_path):
     assert {it.id for it in batch.discover([str(cls / "inside.cu"), str(cls)])} >= {"inside", "real"}
 
 
-def test_worker_finds_the_stages_it_wraps():
-    import grader.grade
+def test_worker_clock_announces_compile_and_run_and_times_phases():
+    from grader.grade import STAGES
+    from grader.worker import PhaseClock
 
-    for name in ("read_submission", "open_gpu", "compile_kernels", "verify", "_time"):
-        assert callable(getattr(grader.grade, name, None)), f"grader.worker times and announces {name}"
+    sent = []
+
+    class Chan:
+        def send(self, **msg):
+            sent.append(msg["stage"])
+
+    clock = PhaseClock(Chan())
+    for stage in STAGES:
+        clock(stage)
+    clock.stop()
+    assert sent == ["compiling", "running", "verifying", "timing"]
+    assert set(clock.phases) == set(STAGES)
 
 
 def test_unreadable_paths_become_error_rows(tmp_path):
