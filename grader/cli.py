@@ -1,6 +1,6 @@
 """The `grade` command (argparse).
 
-  grade FILE.cu [--json] [--seed N] [--arch sm_XY] [--device N]   grade one submission
+  grade FILE.cu [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N]   grade one file
   grade --json-schema                                                print the JSON schema of --json's output
   grade selfcheck [...]                                              run the reference-kernel suite
   grade batch PATH... [...]                                          grade a class (see `grade batch -h`)
@@ -33,7 +33,10 @@ def single_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     p.add_argument("file", nargs="?", help="the submission's .cu file")
-    p.add_argument("--json", action="store_true", help="print one JSON object (schema: grade --json-schema)")
+    p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
+                   help="text report (default); json: one GradeReport (schema: grade --json-schema); "
+                        "gradescope: Gradescope's results.json")
+    p.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
     p.add_argument("--json-schema", action="store_true", help="print the JSON schema of --json's output and exit")
     p.add_argument("--seed", type=int, help="replay the inputs of an earlier run (its report gives the seed)")
     p.add_argument("--arch", default=None, help="compile target when no GPU is present (default sm_90)")
@@ -63,14 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         print("grade: error: give a .cu file to grade", file=sys.stderr)
         return EXIT_INPUT
     from grader.grade import grade_file
+    from grader.gradebook import gradescope_refusal, gradescope_results
     from grader.report import render_text
 
     try:
         report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
     except GraderError as err:
         print(f"grade: {err}", file=sys.stderr)
+        if args.format == "gradescope":
+            print(json.dumps(gradescope_refusal(str(err)), indent=2))
         return err.exit_code
-    print(report.model_dump_json(indent=2) if args.json else render_text(report))
+    if args.format == "gradescope":
+        print(json.dumps(gradescope_results(report), indent=2))
+    else:
+        print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return EXIT_BY_VERDICT[report.verdict]
 
 

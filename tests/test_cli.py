@@ -73,3 +73,16 @@ def test_json_schema(capsys):
     assert main(["--json-schema"]) == 0
     assert "GradeReport" in json.loads(capsys.readouterr().out)["title"]
 
+
+
+def test_gradescope_format(capsys):
+    assert main([str(SUBMISSIONS / "compile_error.cu"), "--format", "gradescope"]) == EXIT_FAIL
+    results = json.loads(capsys.readouterr().out)
+    assert results["score"] == 0 and results["tests"][0]["status"] == "failed"
+    assert "compile_error.cu:6" in results["tests"][0]["output"]
+
+
+def test_gradescope_refusal_for_unreadable_input(capsys):
+    assert main(["missing.cu", "--format", "gradescope"]) == EXIT_INPUT
+    results = json.loads(capsys.readouterr().out)
+    assert results["score"] == 0 and "no such file" in results["output"]
