@@ -2,9 +2,10 @@
 
 Every output buffer has guard regions and starts as NaN (grader.device.GuardedArray): an element never
 written stays NaN and fails, a write outside the buffer damages a guard and fails. Shapes are the course
-page's ragged ones: RoPE at B=3, S=17, H=5, D=64 in both layouts and two bases; the chain at 101 rows of 97
-(scalar paths) and 101 rows of 388 (the float4 path of the wide kernels, rows 16-byte aligned, 97 float4s
-per row, which no block size divides).
+page's ragged ones: RoPE at B=3, S=17, H=5, D=64 in both layouts and two bases, plus D=12 in both layouts
+(where the wide half-split kernel cannot use its 16-byte quads and takes its pair-by-pair path); the chain at
+101 rows of 97 (scalar paths) and 101 rows of 388 (the float4 path of the wide kernels, rows 16-byte aligned,
+97 float4s per row, which no block size divides).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from reference_kernels.suite import (
 
 ROPE_SHAPE = (3, 17, 5, 64)
 """B, S, H, D of the RoPE gates (the page's ragged shape)."""
+
+ROPE_ODD_HEAD_SHAPE = (2, 7, 3, 12)
+"""B, S, H, D of the extra RoPE gates at the default base: D / 2 = 6 is not a multiple of 4, so
+ropeHalfSplit<4> cannot read a head's half in float4 quads and falls back to the page's body pair by pair."""
 
 ROPE_BASES = (ref.DEFAULT_BASE, ref.LONG_CONTEXT_BASE)
 
@@ -96,23 +101,27 @@ def _guards(arrays: dict[str, GuardedArray]) -> list[str]:
 # --- RoPE ----------------------------------------------------------------------------------------------
 def rope_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> list[Gate]:
     """Every RoPE kernel at both widths, both layouts and both bases against float64; the interleaved kernels
-    equal to ropeInterleaved<1> bit for bit; ropeHalfSplit different from it."""
+    equal to ropeInterleaved<1> bit for bit; ropeHalfSplit different from it, and the wide ropeHalfSplit
+    equal to ropeHalfSplit<1> bit for bit (the same rotate() per pair)."""
     gates = []
     for base in ROPE_BASES:
         for layout in ref.LAYOUTS:
             gates += _rope_case(gpu, loaded, rng, base, layout)
+    for layout in ref.LAYOUTS:
+        gates += _rope_case(gpu, loaded, rng, ref.DEFAULT_BASE, layout, ROPE_ODD_HEAD_SHAPE)
     return gates
 
 
-def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, layout: str) -> list[Gate]:
-    b, s, h, d = ROPE_SHAPE
+def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, layout: str,
+               bshd: tuple[int, int, int, int] = ROPE_SHAPE) -> list[Gate]:
+    b, s, h, d = bshd
     shape = (b, s, h, d) if layout == "bshd" else (b, h, s, d)
     q = rng.uniform(-4.0, 4.0, size=shape).astype(np.float32)
     k = rng.uniform(-4.0, 4.0, size=shape).astype(np.float32)
     cos, sin = ref.rope_tables(s, d, base)
     n = q.size
     scalars = {"pairs": n // 2, "halfDim": d // 2, "heads": h if layout == "bshd" else 1, "seq": s}
-    tag = f"rope {layout} base {base:g}"
+    tag = f"rope {layout} base {base:g}" if bshd == ROPE_SHAPE else f"rope D={d} {layout} base {base:g}"
     scratch = _Scratch(gpu)
     gates, outs = [], {}
     try:
@@ -155,6 +164,10 @@ def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, la
         want = outs["k"] if label.endswith(" k") else base_out
         gates.append(_bit_gate(f"{tag}: {label} == {base_label}{' (on k)' if label.endswith(' k') else ''} "
                                "bit for bit", got, want))
+    half_label = rope_versions(1)["ropeHalfSplit"].label
+    for width in WIDTHS[1:]:
+        label = rope_versions(width)["ropeHalfSplit"].label
+        gates.append(_bit_gate(f"{tag}: {label} == {half_label} bit for bit", outs[label], outs[half_label]))
     for width in WIDTHS:
         label = rope_versions(width)["ropeHalfSplit"].label
         differ = int(np.count_nonzero(outs[label].view(np.uint32) != base_out.view(np.uint32)))

@@ -5,8 +5,10 @@ The byte counts the report prints and the GB/s it computes come from `KernelDef.
 against cannot drift from the program (the course page's first property).
 
 Widths: every RoPE and chain kernel is a template on its work per thread. Width 1 (`PAGE`) is the page's kernel
-as printed, one pair or one float per thread; `WIDE` gives a thread 4 pairs (RoPE) or 4 floats in one float4
-(chain), which is what a card as fast as the H200 needs to reach its copy floor.
+as printed, one pair or one float per thread; `WIDE` gives a thread 4 pairs (RoPE: 32-bit index arithmetic,
+and ropeHalfSplit as one float4 quad from each half of a head) or 4 floats in one float4 (chain), which is what
+a card as fast as the H200 needs to reach its copy floor. The grid and the byte model are the same at every
+width: 2 * width floats of the tensor per thread, tensor bytes only.
 """
 
 from __future__ import annotations

@@ -158,6 +158,21 @@ def test_byte_model_is_the_pages():
     assert BF16_VERSION.bytes_per_elem == 4
 
 
+def test_wide_half_split_moves_16_bytes_and_page_kernels_do_not(compiled):
+    """ropeHalfSplit<4> reads a head's two halves, cos and sin as float4 quads and writes float4s; the page's
+    <1> kernels keep their scalar and float2 accesses."""
+    ptx = compiled["rope.cu"].ptx
+    for name, info in compiled["rope.cu"].kernels.items():
+        start = ptx.index(f".entry {info.mangled}")
+        end = ptx.find(".entry", start + 1)
+        body = ptx[start:end if end > 0 else None]
+        loads, stores = body.count("ld.global.nc.v4.f32"), body.count("st.global.v4.f32")
+        if name == "ropeHalfSplit<4>":
+            assert loads == 4 and stores == 2, (name, loads, stores)
+        elif name.endswith("<1>"):
+            assert loads == 0 and stores == 0, name
+
+
 # --- the self-check without a GPU ------------------------------------------------------------------
 def _has_gpu() -> bool:
     from grader.device import open_gpu
@@ -283,3 +298,22 @@ def test_benchmark_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, ca
                                                       "ropeInterleavedVec2<4>", "ropeHalfSplit<4>", "ropeFusedQK<4>"}
     assert "staged chain<1>" in record["fractions"]["chain"] and "geluTanhBf16" in record["fractions"]["bf16 GELU"]
     assert "PyTorch comparison skipped" in capsys.readouterr().out
+
+
+def test_rope_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, capsys):
+    import importlib.util
+    import json
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("rope_perf", ROOT / "benchmarks" / "rope_perf.py")
+    perf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(perf)
+    monkeypatch.setattr(perf, "open_gpu", lambda: FakeGpu())
+    out = tmp_path / "rope.json"
+    assert perf.main(["--quick", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert set(record["layouts"]) == set(ref.LAYOUTS)
+    assert {g["version"] for g in record["layouts"]["bhsd"]["goals"]} == {
+        "ropeInterleaved<4>", "ropeInterleavedVec2<4>", "ropeHalfSplit<4>", "ropeFusedQK<4>"}
+    assert "RoPE gates:" in capsys.readouterr().out
