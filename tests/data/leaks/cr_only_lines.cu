@@ -1,0 +1,2 @@
+int a;#include "/etc/passwd"int b;
+__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {}

@@ -1,0 +1,4 @@
+#line 1 "/etc/passwd"
+#error boom
+
+__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {}
