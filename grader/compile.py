@@ -23,8 +23,9 @@ MAX_LOG_CHARS = 16_000
 
 _DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warning|remark|catastrophic error)"
                    r"(?P<rest>[^\n]*)$", re.M)
-_ENTRY = re.compile(r"^\.(?:visible|weak)\s+\.entry\s+(\S+)\s*\((.*?)\)", re.M | re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+\S+?(?:\[(\d+)\])?\s*(?:,|$)")
+_ENTRY = re.compile(r"^(?:\.(?:visible|weak)\s+)?\.entry\s+([\w$]+)\s*\((.*?)\)", re.M | re.S)
+_PTX_TYPE = re.compile(r"\.([busf](?:8|16|32|64|128)|pred)\b")
+_PTX_COUNT = re.compile(r"\[(\d+)\]\s*$")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,11 @@ def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch
     except Exception:
         found = []
     listing = ", ".join(found) if found else "none"
-    missing = [k for k in kernels if k not in found] or list(kernels)
+    missing = [k for k in kernels if k not in found]
+    if not missing:  # the name is there, but a name expression cannot reach it
+        return (f"{name}: found {found.count(kernels[0])} kernel(s) named `{kernels[0]}`, but as a template, an "
+                f"overload or inside a namespace; declare exactly one plain `__global__ void {kernels[0]}(...)` "
+                "at file scope")
     return (
         f"{name}: no __global__ kernel named `{missing[0]}`; kernels found: {listing}. "
         f"Name your kernel `{missing[0]}`"
@@ -138,10 +143,13 @@ def _entries(ptx: str) -> list[tuple[str, tuple[PtxParam, ...]]]:
     out = []
     for m in _ENTRY.finditer(ptx):
         params = []
-        for p in _PARAM.finditer(m.group(2)):
-            ptype, count = p.group(1), int(p.group(2) or 1)
-            width = int(re.sub(r"\D", "", ptype) or 8) // 8
-            params.append(PtxParam(ptype, width * count))
+        for decl in filter(str.strip, m.group(2).split(",")):
+            # e.g. ".param .u64 .ptr .align 1 name" (sm_100+), ".param .align 16 .b8 name[16]", ".param .u32 name"
+            ptype = _PTX_TYPE.search(decl)
+            count = _PTX_COUNT.search(decl)
+            kind = ptype.group(1) if ptype else "b8"
+            width = max(1, int(re.sub(r"\D", "", kind) or 8) // 8)
+            params.append(PtxParam(kind, width * (int(count.group(1)) if count else 1)))
         out.append((m.group(1), tuple(params)))
     return out
 
@@ -149,11 +157,19 @@ def _entries(ptx: str) -> list[tuple[str, tuple[PtxParam, ...]]]:
 def _demangled_base(mangled: str) -> str:
     """The function name inside an Itanium-mangled name (`_Z13biasGeluFusedPKf...` -> biasGeluFused);
     extern "C" names are returned unchanged. Used only to list kernels in a message."""
-    m = re.match(r"_Z(?:N.*?)?(\d+)", mangled)
-    if not m:
+    if not mangled.startswith("_Z"):
         return mangled
-    start = m.end()
-    return mangled[start : start + int(m.group(1))]
+    pos, nested, name = 2, mangled.startswith("_ZN"), mangled
+    pos += nested
+    while True:  # <length><name>, repeated inside N...E for namespaces; the last one is the function
+        m = re.match(r"L?(\d+)", mangled[pos:])
+        if not m:
+            return name
+        start = pos + m.end()
+        name = mangled[start : start + int(m.group(1))]
+        pos = start + int(m.group(1))
+        if not nested or mangled[pos : pos + 1] == "E":
+            return name
 
 
 def _diagnostics(log: str, name: str, kind: str) -> list[str]:

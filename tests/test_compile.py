@@ -57,3 +57,29 @@ def test_device_function_is_not_a_kernel():
     with pytest.raises(SubmissionError, match="no __global__ kernel named `biasGeluFused`; kernels found: k"):
         compile_kernels("__device__ void biasGeluFused(float* a) {}\n__global__ void k(float* a) { biasGeluFused(a); }\n",
                         "s.cu", ("biasGeluFused",), "sm_90")
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90", "sm_100", "sm_120"])
+def test_parameter_list_is_read_for_every_arch(arch):
+    # sm_100 and later write pointers as `.param .u64 .ptr .align 1 name`.
+    sub = read_submission(SUBMISSIONS / "gold_float4.cu")
+    info = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), arch).kernels[exercise.KERNEL_NAME]
+    assert [(p.ptx_type, p.size) for p in info.params] == [("u64", 8)] * 4
+
+
+@pytest.mark.parametrize("decl", ["static __global__", "namespace { __global__",
+                                  "namespace ns { __global__ void biasGeluFused(float*); }\nusing ns::biasGeluFused;\n"
+                                  "namespace ns { __global__"])
+def test_static_and_namespaced_kernels_are_found(decl):
+    close = " }" if "namespace" in decl else ""
+    text = f"{decl} void biasGeluFused(float* o) {{}}{close}\n"
+    assert compile_kernels(text, "s.cu", ("biasGeluFused",), "sm_90").kernels["biasGeluFused"].params
+
+
+@pytest.mark.parametrize("text", [
+    "template <int N> __global__ void biasGeluFused(float* o) {}\ntemplate __global__ void biasGeluFused<4>(float*);\n",
+    "namespace ns { __global__ void biasGeluFused(float* o) {} }\n",
+])
+def test_unreachable_kernel_gets_a_message_that_says_why(text):
+    with pytest.raises(SubmissionError, match="as a template, an overload or inside a namespace"):
+        compile_kernels(text, "s.cu", ("biasGeluFused",), "sm_90")
