@@ -81,7 +81,11 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     """
     stage = on_stage or (lambda _name: None)
     stage("read")
-    sub = read_submission(path)
+    try:
+        sub = read_submission(path)
+    except SubmissionError as err:  # read, but refused (an include form): a report, like every other refusal
+        return GradeReport(file=str(path), verdict="error", stage=err.stage, reason=str(err), details=err.details,
+                           versions=versions())
     seed = secrets.randbits(63) if seed is None else seed
     report = GradeReport(file=str(path), sha256=sub.sha256, verdict="error", reason="", seed=seed,
                          versions=versions(), contract=sub.contract)

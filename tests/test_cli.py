@@ -86,3 +86,13 @@ def test_gradescope_refusal_for_unreadable_input(capsys):
     assert main(["missing.cu", "--format", "gradescope"]) == EXIT_INPUT
     results = json.loads(capsys.readouterr().out)
     assert results["score"] == 0 and "no such file" in results["output"]
+
+
+def test_refused_include_is_a_report_with_verdict_error(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text('#include "/etc/passwd"\n__global__ void biasGeluFused(const float* x, const float* b, float* o, '
+                 'size_t c) {}\n')
+    assert main([str(p), "--json"]) == EXIT_FAIL
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verdict"], report["stage"]) == ("error", "source")
+    assert "s.cu:1: refused `#include`" in report["reason"]
