@@ -16,7 +16,7 @@ from grader import exercise
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import check_params, kernel_args, plan_launch, source_signature
 from grader.device import Gpu, open_gpu
-from grader.errors import NoGpuError, SubmissionError
+from grader.errors import InputError, NoGpuError, SubmissionError
 from grader.flags import byte_count_flags
 from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
@@ -115,6 +115,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
             _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed), stage)
     except SubmissionError as err:
         report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
+    except InputError as err:  # a launch the contract cannot express at some shape (a value past 32 bits)
+        report.verdict, report.stage, report.reason = "error", "contract", str(err)
     if compiled is not None:
         _add_flags_and_hints(report, compiled, sub.contract)
     return report
