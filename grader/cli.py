@@ -5,6 +5,9 @@
   grade selfcheck [...]                                              run the reference-kernel suite
   grade batch PATH... [...]                                          grade a class (see `grade batch -h`)
 
+--arch takes sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole number in [0, 2**63). With
+--format json an input error still prints one GradeReport (verdict "error", stage "input") on stdout.
+
 Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
 check that needs no GPU ran and passed).
 """
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 
 from grader import exercise
@@ -23,6 +28,49 @@ EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "e
 
 EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
 faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one)"""
+
+
+SEED_LIMIT = 2**63
+ARCH_PATTERN = re.compile(r"^sm_\d{2,3}[a-z]?$")
+
+
+def arch_type(value: str) -> str:
+    """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
+    if not ARCH_PATTERN.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
+    return value
+
+
+def seed_type(value: str) -> int:
+    """argparse type of --seed: a whole number in [0, 2**63) (the range of the seeds the reports print)."""
+    try:
+        seed = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 0 <= seed < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{seed} is outside 0 .. 2**63 - 1")
+    return seed
+
+
+def _emit(text: str) -> bool:
+    """Print `text` to stdout and flush. Returns False when the reader has gone (`grade ... | head`): stdout
+    is then pointed at the null device so that Python's exit flush cannot fail again (Python docs, "Note
+    on SIGPIPE")."""
+    try:
+        print(text)
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or already closed
+        pass
 
 
 def single_parser() -> argparse.ArgumentParser:
@@ -38,15 +86,24 @@ def single_parser() -> argparse.ArgumentParser:
                         "gradescope: Gradescope's results.json")
     p.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
     p.add_argument("--json-schema", action="store_true", help="print the JSON schema of --json's output and exit")
-    p.add_argument("--seed", type=int, help="replay the inputs of an earlier run (its report gives the seed)")
-    p.add_argument("--arch", default=None, help="compile target when no GPU is present (default sm_90)")
+    p.add_argument("--seed", type=seed_type,
+                   help="replay the inputs of an earlier run (its report gives the seed); 0 .. 2**63 - 1")
+    p.add_argument("--arch", type=arch_type, default=None,
+                   help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `grade` console script; returns the exit code."""
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:  # a subcommand's output went to a reader that stopped reading
+        _silence_stdout()
+        return EXIT_FAIL
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] == "selfcheck":
         from reference_kernels.selfcheck import main as selfcheck_main
 
@@ -59,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_schema:
         from grader.report import GradeReport
 
-        print(json.dumps(GradeReport.model_json_schema(), indent=2))
+        _emit(json.dumps(GradeReport.model_json_schema(), indent=2))
         return EXIT_PASS
     if not args.file:
         single_parser().print_usage(sys.stderr)
@@ -67,19 +124,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     from grader.grade import grade_file
     from grader.gradebook import gradescope_refusal, gradescope_results
-    from grader.report import render_text
+    from grader.report import GradeReport, render_text
 
     try:
         report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
     except GraderError as err:
         print(f"grade: {err}", file=sys.stderr)
         if args.format == "gradescope":
-            print(json.dumps(gradescope_refusal(str(err)), indent=2))
+            _emit(json.dumps(gradescope_refusal(str(err)), indent=2))
+        elif args.format == "json":
+            refusal = GradeReport(file=args.file, verdict="error", stage=getattr(err, "stage", None) or "input",
+                                  reason=str(err), details=getattr(err, "details", ""))
+            _emit(refusal.model_dump_json(indent=2))
         return err.exit_code
     if args.format == "gradescope":
-        print(json.dumps(gradescope_results(report), indent=2))
+        _emit(json.dumps(gradescope_results(report), indent=2))
     else:
-        print(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
+        _emit(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return EXIT_BY_VERDICT[report.verdict]
 
 
