@@ -14,12 +14,13 @@ import numpy as np
 
 from grader import exercise
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
-from grader.contract import check_params, kernel_args, plan_launch, source_signature
+from grader.contract import kernel_args, plan_launch
 from grader.device import Gpu, open_gpu
 from grader.errors import InputError, NoGpuError, SubmissionError
 from grader.flags import byte_count_flags
 from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
+from grader.signature import check_params, source_signature
 from grader.source import read_submission
 from grader.timing import (FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, InputFiller, TimingStats,
                            bench_shape, gbs)

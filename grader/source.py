@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.contract import Contract, parse_contract
-from grader.directives import ALLOWED_INCLUDES, normalize, scan  # noqa: F401 (ALLOWED_INCLUDES re-exported)
+from grader.directives import normalize, scan
 from grader.errors import InputError, SubmissionError
 
 MAX_SOURCE_BYTES = 256 * 1024

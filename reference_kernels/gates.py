@@ -18,7 +18,7 @@ from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.verify import NAN_WORD, compare
 from reference_kernels import references as ref
 from reference_kernels.suite import (
-    FUSED, GELU_BF16, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSION, Version, chain_versions,
+    FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSION, Version, chain_versions,
     make_launch, rope_versions,
 )
 

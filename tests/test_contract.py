@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from grader import exercise
-from grader.contract import (Contract, check_params, kernel_args, parse_claim, parse_contract, parse_row,
-                             plan_launch, source_signature)
+from grader.contract import Contract, kernel_args, parse_claim, parse_contract, parse_row, plan_launch
+from grader.signature import check_params, source_signature
 from grader.errors import InputError, SubmissionError
 
 
