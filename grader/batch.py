@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
+from grader.cli import arch_type, seed_type
 from grader import gradebook as gb
 from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
 from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
@@ -295,8 +296,8 @@ def batch_parser() -> argparse.ArgumentParser:
                    "some are left; a rerun continues)")
     p.add_argument("--retry-errors", action="store_true", help="regrade submissions whose recorded verdict is error")
     p.add_argument("--regrade", action="store_true", help="ignore earlier results and grade everything again")
-    p.add_argument("--arch", default=None, help="compile target when there is no GPU (default sm_90)")
-    p.add_argument("--seed", type=int, help="the same input seed for every submission (default: fresh per run)")
+    p.add_argument("--arch", type=arch_type, default=None, help="compile target when there is no GPU (default sm_90)")
+    p.add_argument("--seed", type=seed_type, help="the same input seed for every submission (default: fresh per run)")
     p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
                    help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
