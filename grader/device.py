@@ -233,9 +233,21 @@ def address(x) -> int:
     return int(x.handle)
 
 
+def cuda_error_name(err: BaseException) -> str | None:
+    """The first CUDA_ERROR_* name in `err` or in the exceptions it was raised during (a cleanup after a
+    sticky fault raises again), or None."""
+    seen: BaseException | None = err
+    while seen is not None:
+        for word in str(seen).replace(":", " ").replace(",", " ").split():
+            if word.startswith("CUDA_ERROR_"):
+                return word
+        seen = seen.__context__
+    return None
+
+
 def _cuda_error_name(err: Exception) -> str:
     text = str(err)
-    for word in text.replace(":", " ").split():
-        if word.startswith("CUDA_ERROR_"):
-            return f"{word} ({text})" if len(text) < 200 else word
+    word = cuda_error_name(err)
+    if word:
+        return f"{word} ({text})" if len(text) < 200 else word
     return text[:300]

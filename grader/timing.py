@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from importlib.resources import files
 
 import numpy as np
 from pydantic import BaseModel
 
 from grader import exercise
-from grader.compile import compile_kernels
+from grader import kernels as grader_kernels
 from grader.device import Gpu, GpuInfo, address
 
 FLOOR_SOURCE = "floor.cu"
@@ -149,10 +148,8 @@ class CopyFloor:
     """The three copies the floor is the fastest of, on the grader's stream. Compiled for the device's arch."""
 
     def __init__(self, gpu: Gpu) -> None:
-        text = files("grader.kernels").joinpath(FLOOR_SOURCE).read_text()
-        compiled = compile_kernels(text, FLOOR_SOURCE, ("copyScalar", "copyVec4"), gpu.info.arch)
         self.gpu = gpu
-        self.kernels = gpu.load(compiled)
+        self.kernels = grader_kernels.load(gpu, FLOOR_SOURCE, ("copyScalar", "copyVec4"))
 
     def launches(self, src, dst, n: int) -> dict[str, Callable[[], None]]:
         """Launch functions copying n floats (n a multiple of 4) from `src` to `dst` three ways."""
@@ -175,9 +172,8 @@ class InputFiller:
     BLOCK = 256
 
     def __init__(self, gpu: Gpu) -> None:
-        text = files("grader.kernels").joinpath("inputs.cu").read_text()
         self.gpu = gpu
-        self.kernel = gpu.load(compile_kernels(text, "inputs.cu", ("fillUniform",), gpu.info.arch))["fillUniform"]
+        self.kernel = grader_kernels.load(gpu, "inputs.cu", ("fillUniform",))["fillUniform"]
 
     def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
         """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
