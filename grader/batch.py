@@ -60,6 +60,7 @@ from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
 from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, safe_source_name
+from grader.worker import read_capped
 
 EXIT_INCOMPLETE = 4
 DEFAULT_COMPILE_LIMIT = 60.0
@@ -178,9 +179,7 @@ def _file_item(p: Path, id: str, root: Path) -> Item:
         item.problem = f"{p}: {st.st_size} bytes is over the {MAX_SOURCE_BYTES}-byte cap for a submission"
         return item
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read(MAX_SOURCE_BYTES + 1)
+        raw = read_capped(real)
     except OSError as err:
         item.problem = f"{p}: cannot be read ({err.strerror})"
         return item

@@ -89,14 +89,23 @@ class PhaseClock:
             self.current = None
 
 
-def _read_job_file(job: dict) -> bytes:
-    """The submission's bytes, read without following a final symlink, checked against the job's sha256."""
-    from grader.errors import InputError
+def read_capped(path: str | os.PathLike) -> bytes:
+    """At most grader.source.MAX_SOURCE_BYTES + 1 bytes of the file at `path`, opened without following a
+    final symlink and without blocking on a FIFO (grader.batch hashes a submission with this, the worker
+    reads the same bytes with it). Raises OSError (a link, a missing or unreadable file)."""
     from grader.source import MAX_SOURCE_BYTES
 
-    fd = os.open(job["path"], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
-        raw = f.read(MAX_SOURCE_BYTES + 1)
+        return f.read(MAX_SOURCE_BYTES + 1)
+
+
+def _read_job_file(job: dict) -> bytes:
+    """The submission's bytes (read_capped), checked against the job's sha256. Raises InputError if they
+    changed since the batch hashed them."""
+    from grader.errors import InputError
+
+    raw = read_capped(job["path"])
     if hashlib.sha256(raw).hexdigest() != job["sha256"]:
         raise InputError(f"{job['name']}: the file changed while the batch was running; run the batch again")
     return raw
