@@ -111,14 +111,20 @@ def _read_job_file(job: dict) -> bytes:
     return raw
 
 
+def _context_chain(err: BaseException | None):
+    """`err`, then the exception it was raised while handling, and so on (a cleanup after a sticky fault
+    raises while the fault is being handled)."""
+    while err is not None:
+        yield err
+        err = err.__context__
+
+
 def _fault_name(err: BaseException) -> str | None:
-    """A CUDA_ERROR_* name in the exception or its context chain (a cleanup after a sticky fault raises)."""
-    seen = err
-    while seen is not None:
+    """A CUDA_ERROR_* name in the exception or its context chain."""
+    for seen in _context_chain(err):
         for word in str(seen).replace(":", " ").replace(",", " ").split():
             if word.startswith("CUDA_ERROR_"):
                 return word
-        seen = seen.__context__
     return None
 
 
@@ -135,28 +141,26 @@ def grade_job(job: dict, channel: Channel) -> None:
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     os.chdir(work)
     name = job["name"]
+    def error(stage: str, reason: str, details: str = "") -> GradeReport:
+        return GradeReport(file=name, verdict="error", stage=stage, reason=reason, details=details)
+
     try:
         (work / name).write_bytes(_read_job_file(job))
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
     except InputError as err:
-        report = GradeReport(file=name, verdict="error", stage="input", reason=str(err))
+        report = error("input", str(err))
     except SubmissionError as err:
-        report = GradeReport(file=name, verdict="error", stage=err.stage, reason=str(err), details=err.details)
+        report = error(err.stage, str(err), err.details)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
-        inner = err.__context__
-        while inner is not None and not isinstance(inner, SubmissionError):
-            inner = inner.__context__
+        inner = next((e for e in _context_chain(err) if isinstance(e, SubmissionError)), None)
         fault = _fault_name(err)
-        if isinstance(inner, SubmissionError):
-            report = GradeReport(file=name, verdict="error", stage=inner.stage, reason=str(inner),
-                                 details=inner.details)
+        if inner is not None:
+            report = error(inner.stage, str(inner), inner.details)
         elif fault:
-            report = GradeReport(file=name, verdict="error", stage="run",
-                                 reason=f"the kernel faulted on the GPU: {fault}")
+            report = error("run", f"the kernel faulted on the GPU: {fault}")
         else:
             last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
-            report = GradeReport(file=name, verdict="error", stage="grader",
-                                 reason=f"the grader failed on this submission ({last}); please report it")
+            report = error("grader", f"the grader failed on this submission ({last}); please report it")
     clock.stop()
     phases = clock.phases
     report.file = job.get("display", name)
