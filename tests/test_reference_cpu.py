@@ -3,6 +3,7 @@ no-GPU exit, and the whole self-check path on a numpy stand-in for the GPU (test
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -280,16 +281,21 @@ def test_predictions_without_timing_are_not_measured():
     assert [p.held for p in preds if p.number == 4] == [True, None]
 
 
-def test_benchmark_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, capsys):
+def _benchmark_on_fake_gpu(name: str, monkeypatch):
+    """benchmarks/{name}.py loaded as a module, with open_gpu giving a FakeGpu."""
     import importlib.util
-    import json
 
     from conftest import ROOT
 
-    spec = importlib.util.spec_from_file_location("reference_perf", ROOT / "benchmarks" / "reference_perf.py")
-    perf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(perf)
-    monkeypatch.setattr(perf, "open_gpu", lambda: FakeGpu())
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "open_gpu", lambda: FakeGpu())
+    return module
+
+
+def test_benchmark_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, capsys):
+    perf = _benchmark_on_fake_gpu("reference_perf", monkeypatch)
     out = tmp_path / "perf.json"
     assert perf.main(["--quick", "--no-torch", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
@@ -301,15 +307,7 @@ def test_benchmark_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, ca
 
 
 def test_rope_script_writes_fractions_on_fake_gpu(tmp_path, monkeypatch, capsys):
-    import importlib.util
-    import json
-
-    from conftest import ROOT
-
-    spec = importlib.util.spec_from_file_location("rope_perf", ROOT / "benchmarks" / "rope_perf.py")
-    perf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(perf)
-    monkeypatch.setattr(perf, "open_gpu", lambda: FakeGpu())
+    perf = _benchmark_on_fake_gpu("rope_perf", monkeypatch)
     out = tmp_path / "rope.json"
     assert perf.main(["--quick", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
