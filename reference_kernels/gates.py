@@ -19,7 +19,7 @@ from grader.verify import NAN_WORD, compare
 from reference_kernels import references as ref
 from reference_kernels.suite import (
     FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSION, Version, chain_versions,
-    make_launch, rope_versions,
+    launch_kernel, make_launch, rope_versions,
 )
 
 ROPE_SHAPE = (3, 17, 5, 64)
@@ -287,9 +287,7 @@ def _to_bf16_gate(gpu: Gpu, loaded: dict, rng: np.random.Generator, scratch: _Sc
     ties = (np.uint32(0x3F808000) + (np.arange(64, dtype=np.uint32) << np.uint32(16))).view(np.float32)
     x = np.concatenate([specials, ties, rng.uniform(-1e4, 1e4, size=4093).astype(np.float32)])
     src, out = scratch.put(x), scratch.out(-(-x.size // 2))
-    kd = TO_BF16
-    gpu.launch(loaded[kd.expr], kd.grid(x.size), (256, 1, 1), *kd.args(**{"in": src.data, "out": out.data,
-                                                                          "n": x.size}))
+    launch_kernel(gpu, loaded, TO_BF16, x.size, **{"in": src.data, "out": out.data, "n": x.size})
     gpu.sync()
     got = gpu.download(out.data.ptr, x.size, np.uint16)
     want = ref.f32_to_bf16(x)
@@ -334,9 +332,7 @@ def gelu_gap_float32(gpu: Gpu, loaded: dict, lo: float = 0.0, hi: float = 8.0,
     scratch = _Scratch(gpu)
     try:
         src, e, t = scratch.put(x), scratch.out(points), scratch.out(points)
-        kd = GELU_FORMS
-        gpu.launch(loaded[kd.expr], kd.grid(points), (256, 1, 1),
-                   *kd.args(x=src.data, erfOut=e.data, tanhOut=t.data, n=points))
+        launch_kernel(gpu, loaded, GELU_FORMS, points, x=src.data, erfOut=e.data, tanhOut=t.data, n=points)
         gpu.sync()
         gap = np.abs(e.read().astype(np.float64) - t.read())
     finally:

@@ -246,6 +246,13 @@ def make_launch(gpu, loaded: dict[str, object], version: Version, buffers: dict[
     return launch
 
 
+def launch_kernel(gpu, loaded: dict[str, object], kd: KernelDef, elements: int, /, **values) -> None:
+    """Enqueue one launch of `kd` over `elements` elements (its flat grid, BLOCK threads per block) on gpu's
+    stream. `values`: every parameter by name (buffers as Buffer, DevicePtr or int address). Raises KeyError
+    or TypeError as KernelDef.args does."""
+    gpu.launch(loaded[kd.expr], kd.grid(elements), (BLOCK, 1, 1), *kd.args(**values))
+
+
 def all_kernels() -> list[KernelDef]:
     """Every kernel of the suite, each once."""
     out = [GELU_BF16, TO_BF16, GELU_FORMS]

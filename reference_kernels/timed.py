@@ -17,11 +17,13 @@ from pydantic import BaseModel
 
 from grader import exercise
 from grader.device import Gpu
-from grader.timing import InputFiller
-from grader.timing import MIN_REPS, TARGET_RSE, TIME_CAP_S, WARMUP_MS, AlternatingTimer, CopyFloor, bench_shape, gbs
+from grader.timing import (
+    MIN_REPS, TARGET_RSE, TIME_CAP_S, WARMUP_MS, AlternatingTimer, CopyFloor, InputFiller, bench_shape, gbs,
+)
 from reference_kernels import references as ref
 from reference_kernels.suite import (
-    BF16_VERSION, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, make_launch, rope_versions,
+    BF16_VERSION, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
+    rope_versions,
 )
 
 ROPE_BENCH = (2048, 32, 128)
@@ -184,8 +186,7 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
         tmp = gpu.alloc(n * 4)
         try:
             InputFiller(gpu)(tmp, n, 6, -4.0, 4.0)
-            to_bf16 = Version("toBf16", ((TO_BF16, (("in", "tmp"), ("out", "src"))),))
-            make_launch(gpu, loaded, to_bf16, {"tmp": tmp, "src": src}, {"n": n}, n)()
+            launch_kernel(gpu, loaded, TO_BF16, n, **{"in": tmp, "out": src, "n": n})
             gpu.sync()
         finally:
             tmp.close()
