@@ -94,6 +94,8 @@ def bench_rows_cols(gpu: Gpu, buffers: int) -> tuple[int, int]:
 def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versions: list[Version],
                 launches: dict[str, Callable[[], None]], copy_src, copy_dst, copy_floats: int,
                 settings: TimerSettings, matrix: tuple[int, int] | None = None) -> Table:
+    """Time `launches` (one per version, n output elements each) beside the copy floor copying copy_floats
+    floats from copy_src to copy_dst, in one AlternatingTimer; one TimedRow per version, then the floor's."""
     floor_launches = floor.launches(copy_src, copy_dst, copy_floats)
     timer = AlternatingTimer(gpu, {**launches, **floor_launches})
     timer.warm_up(settings.warmup_ms)
@@ -102,19 +104,17 @@ def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versi
     copy_bytes = 2 * copy_floats * exercise.BYTES_PER_FLOAT
     floor_name = min(floor_launches, key=lambda k: stats[k].median_ms)
     floor_gbs = gbs(copy_bytes, stats[floor_name].median_ms)
-    rows = []
-    for v in versions:
-        s = stats[v.label]
-        speed = gbs(n * v.bytes_per_elem, s.median_ms)
-        rows.append(TimedRow(version=v.label, kernels=len(v.kernels), per_thread=v.per_thread,
-                             values_per_elem=v.values_per_elem, value_bytes=v.kernels[0].value_bytes,
-                             ms=s.median_ms, gbs=speed, x_copy=speed / floor_gbs, reps=s.reps, rse=s.rse))
-    for label in floor_launches:
+
+    def row(label: str, nbytes: int, **shape) -> TimedRow:
         s = stats[label]
-        speed = gbs(copy_bytes, s.median_ms)
-        rows.append(TimedRow(version=label, kernels=1, per_thread=0, values_per_elem=2, value_bytes=4,
-                             ms=s.median_ms, gbs=speed, x_copy=speed / floor_gbs, reps=s.reps, rse=s.rse,
-                             is_floor=True))
+        speed = gbs(nbytes, s.median_ms)
+        return TimedRow(version=label, ms=s.median_ms, gbs=speed, x_copy=speed / floor_gbs, reps=s.reps,
+                        rse=s.rse, **shape)
+
+    rows = [row(v.label, n * v.bytes_per_elem, kernels=len(v.kernels), per_thread=v.per_thread,
+                values_per_elem=v.values_per_elem, value_bytes=v.kernels[0].value_bytes) for v in versions]
+    rows += [row(label, copy_bytes, kernels=1, per_thread=0, values_per_elem=2, value_bytes=4, is_floor=True)
+             for label in floor_launches]
     return Table(name=name, shape=shape, elements=n, floor_version=floor_name, floor_gbs=floor_gbs, rows=rows,
                  matrix=matrix)
 
