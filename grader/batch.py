@@ -355,10 +355,7 @@ def batch_main(argv: list[str]) -> int:
     except OSError as err:
         return _usage(f"cannot write {out / f'results{suffix}.jsonl'} ({err.strerror or err}); is another batch "
                       "using this folder?")
-    known: dict[str, gb.BatchResult] = {}
-    for f in sorted(out.glob("results*.jsonl")):
-        for row in gb.load_rows(f)[0]:
-            known[row.key] = row
+    known = {row.key: row for row in gb.load_files(sorted(out.glob(gb.RESULTS_GLOB)))[0]}
     todo = [it for it in items if args.regrade or it.key not in known
             or (args.retry_errors and known[it.key].verdict == "error")
             or (plan.names and known[it.key].verdict == "no-gpu")]  # a GPU that failed to open last time
@@ -439,16 +436,12 @@ def merge_main(argv: list[str]) -> int:
     for raw in args.results:
         p = Path(raw)
         if p.is_dir():
-            files.extend(sorted(p.glob("results*.jsonl")))
+            files.extend(sorted(p.glob(gb.RESULTS_GLOB)))
         elif p.is_file():
             files.append(p)
         else:
             return _usage(f"{raw}: no such file or folder")
-    rows, bad = [], 0
-    for f in files:
-        got, b = gb.load_rows(f)
-        rows.extend(got)
-        bad += b
+    rows, bad = gb.load_files(files)
     if not rows:
         return _usage("nothing to merge: no result rows in " + " ".join(args.results))
     merged = list(gb.latest_by_id(rows).values())

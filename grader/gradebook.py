@@ -29,6 +29,8 @@ RESULT_SCHEMA_VERSION = 1
 VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu")
 MAX_DETAILS_CHARS = 4000
 """Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
+RESULTS_GLOB = "results*.jsonl"
+"""Results files in an output folder: results.jsonl and each shard's results.shard-K-of-N.jsonl."""
 CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
 HISTOGRAM_BINS = [i / 10 for i in range(0, 11)] + [math.inf]
 """Fraction histogram edges: 0.0-0.1, ..., 0.9-1.0, then 1.0 and above."""
@@ -155,6 +157,18 @@ def load_rows(path: Path) -> tuple[list[BatchResult], int]:
             bad += 1
             continue
         rows.append(row)
+    return rows, bad
+
+
+def load_files(paths: list[Path]) -> tuple[list[BatchResult], int]:
+    """load_rows over several results files: every row in file order, and the count of lines that were not
+    valid rows."""
+    rows: list[BatchResult] = []
+    bad = 0
+    for path in paths:
+        got, b = load_rows(path)
+        rows.extend(got)
+        bad += b
     return rows, bad
 
 
