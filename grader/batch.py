@@ -108,8 +108,8 @@ def discover(paths: list[str]) -> list[Item]:
             items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder"))
         elif p.is_symlink() and not _inside(p.resolve(), p.parent.resolve()):
             # `grade batch uploads/*` names each upload: a link there is as hostile as one inside a folder
-            items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: a link pointing outside "
-                              f"{p.parent.resolve()}; refused without reading it (give the real path to grade it)"))
+            items.append(Item(id=p.stem or raw, path=raw, problem=_outside_link(raw, p.parent.resolve())
+                              + " (give the real path to grade it)"))
         elif p.is_dir():
             root = p.resolve()
             for entry in sorted(p.iterdir()):
@@ -117,9 +117,7 @@ def discover(paths: list[str]) -> list[Item]:
                     continue
                 if entry.is_dir():
                     if entry.is_symlink() and not _inside(entry.resolve(), root):
-                        items.append(Item(id=entry.name, path=str(entry),
-                                          problem=f"{entry}: a link pointing outside {root}; refused without "
-                                          "reading it"))
+                        items.append(Item(id=entry.name, path=str(entry), problem=_outside_link(entry, root)))
                     else:
                         items.append(_student_folder(entry, root))
                 elif entry.name.lower().endswith(".cu"):
@@ -137,6 +135,11 @@ def discover(paths: list[str]) -> list[Item]:
 
 def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
+
+
+def _outside_link(shown: str | Path, root: Path) -> str:
+    """The problem of a link (shown as given) that resolves outside `root`: refused before reading."""
+    return f"{shown}: a link pointing outside {root}; refused without reading it"
 
 
 def _student_folder(folder: Path, root: Path) -> Item:
@@ -162,7 +165,7 @@ def _file_item(p: Path, id: str, root: Path) -> Item:
         item.problem = f"{p}: a link to nothing, or a link loop"
         return item
     if not _inside(real, root):
-        item.problem = f"{p}: a link pointing outside {root}; refused without reading it"
+        item.problem = _outside_link(p, root)
         return item
     try:
         st = real.stat()
