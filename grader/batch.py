@@ -466,9 +466,7 @@ def _usage(message: str) -> int:
 
 
 def _print_summary(book: gb.Gradebook, paths: dict[str, Path], plan: GpuPlan, complete: bool, left: int) -> None:
-    from tabulate import tabulate
-
-    print(tabulate([[v, n] for v, n in book.counts.items()], headers=["verdict", "count"], tablefmt="simple"))
+    print(gb.counts_table(book.counts, "simple"))
     if not plan.names:
         print(f"no GPU ({plan.reason}): static checks only; verification and timing need a CUDA GPU")
     if not complete:

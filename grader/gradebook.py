@@ -86,9 +86,14 @@ def make_result(*, id: str, path: str, key: str, sha256: str | None, report: Gra
         error=_error_text(report), stage=report.stage, details=details,
         fraction=report.fraction, flags=flags, gpu=report.gpu.name if report.gpu else None, device=device,
         floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
-        grader_version=grader_version, finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        grader_version=grader_version, finished=_utc_now(),
         report=report,
     )
+
+
+def _utc_now() -> str:
+    """The time now in UTC, ISO 8601 to the second (rows' `finished`, the gradebook's `created`)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def _error_text(report: GradeReport) -> str:
@@ -201,7 +206,7 @@ def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict
     """A Gradebook of `rows` (kept in the given order)."""
     floors = [r.floor_gbs for r in rows if r.floor_gbs]
     return Gradebook(
-        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created=_utc_now(),
         grader_version=grader_version,
         settings=settings,
         cards=sorted({r.gpu for r in rows if r.gpu}),
@@ -217,6 +222,11 @@ def verdict_counts(rows: list[BatchResult]) -> dict[str, int]:
     """{verdict: count} with every verdict present (0 where none)."""
     c = Counter(r.verdict for r in rows)
     return {v: c.get(v, 0) for v in VERDICTS}
+
+
+def counts_table(counts: dict[str, int], tablefmt: str) -> str:
+    """The verdict / count table (tabulate's `tablefmt`: "github" in the summary, "simple" on a terminal)."""
+    return tabulate(list(counts.items()), headers=["verdict", "count"], tablefmt=tablefmt)
 
 
 def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str, Path]:
@@ -296,7 +306,7 @@ def summary_markdown(book: Gradebook) -> str:
     out.append("")
     out.append("## Verdicts")
     out.append("")
-    out.append(tabulate([[v, n] for v, n in book.counts.items()], headers=["verdict", "count"], tablefmt="github"))
+    out.append(counts_table(book.counts, "github"))
     out.append("")
     fractions = [r.fraction for r in rows if r.fraction is not None]
     out.append(f"## Fraction of the copy floor ({len(fractions)} timed)")
@@ -346,14 +356,14 @@ def gradescope_results(report: GradeReport) -> dict:
     {"name", "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see
     POINTS_*). Outputs hold the grader's own messages only."""
     compiled = report.compile is not None and report.stage not in ("source", "compile", "contract", "input")
-    ran = [v for v in report.verification]
+    ran = report.verification
     correct = compiled and bool(ran) and all(v.passed for v in ran) and report.verdict in ("gold", "silver", "fail") \
         and report.stage == "grade"
     tests = []
     if compiled:
         compile_out = f"compiled for {report.compile.arch}: {report.compile.registers} registers"
     else:
-        compile_out = report.reason + ("\n" + report.details if report.details else "")
+        compile_out = _reason_and_details(report)
     tests.append(_gs_test("Compiles, with the launch's parameter list", POINTS_COMPILE if compiled else 0.0,
                           POINTS_COMPILE, compiled, compile_out))
     if correct:
@@ -363,7 +373,7 @@ def gradescope_results(report: GradeReport) -> dict:
     elif not compiled:
         correct_out = "not run: the kernel did not compile or does not match the launch"
     else:
-        correct_out = report.reason + ("\n" + report.details if report.details else "")
+        correct_out = _reason_and_details(report)
     tests.append(_gs_test("Correct output (ragged shapes, guard regions, every timed launch)",
                           POINTS_CORRECT if correct else 0.0, POINTS_CORRECT, correct, correct_out))
     speed = POINTS_SPEED.get(report.verdict, 0.0) if correct else 0.0
@@ -382,6 +392,10 @@ def gradescope_results(report: GradeReport) -> dict:
         "output": f"Verdict: {report.verdict.upper()}: {report.reason}{flags}{hints}",
         "tests": tests,
     }
+
+
+def _reason_and_details(report: GradeReport) -> str:
+    return report.reason + ("\n" + report.details if report.details else "")
 
 
 def gradescope_refusal(message: str) -> dict:
