@@ -74,7 +74,7 @@ template grows by hundreds of MiB a second)."""
 PROBE_TIMEOUT = 120.0
 PROBE_COMMAND = [sys.executable, "-m", "grader.worker", "--probe"]
 RESULT_SOURCES = ("*.py", "kernels/*.cu")
-NOT_RESULT_SOURCES = {"batch.py", "gradebook.py", "worker.py", "cli.py"}
+NOT_RESULT_SOURCES = {"batch.py", "pool.py", "gradebook.py", "worker.py", "cli.py"}
 """Grader files whose digest is part of the resume key: a change to any of them regrades (the batch's own
 files are left out: they do not change a grade)."""
 

@@ -458,6 +458,10 @@ def test_usage_errors_exit_2(tmp_path):
         store.close()
 
 
+def test_the_batch_own_files_are_not_in_the_resume_key():
+    assert {"batch.py", "pool.py", "gradebook.py", "worker.py"} <= batch.NOT_RESULT_SOURCES
+
+
 def test_exit_codes_are_documented():
     for code in ("0  every submission", "2  usage error", "3  no GPU", "4  incomplete"):
         assert code in batch.__doc__
