@@ -274,6 +274,7 @@ def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
 
 # --- the command ---------------------------------------------------------------------------------------
 def batch_parser() -> argparse.ArgumentParser:
+    """The argument parser of `grade batch` (options and defaults as in the module docstring)."""
     p = argparse.ArgumentParser(
         prog="grade batch",
         description="Grade a class: every submission compiled, verified and timed in its own process, one per "
@@ -307,6 +308,7 @@ def batch_parser() -> argparse.ArgumentParser:
 
 
 def merge_parser() -> argparse.ArgumentParser:
+    """The argument parser of `grade merge OUT RESULTS...`."""
     p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
                                 "files, or folders holding them) into one gradebook in OUT.",
                                 epilog="exit codes: 0 merged; 2 nothing readable to merge")

@@ -139,6 +139,7 @@ class ResultStore:
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Close the file, releasing the lock."""
         self._file.close()
 
 

@@ -84,6 +84,7 @@ class Worker:
         self.close()
 
     def close(self) -> None:
+        """Close the message pipe, the stderr log and stdin, ignoring any already closed."""
         stdin = self.popen.stdin
         for closer in (lambda: os.close(self.rfd), self.log.close, lambda: stdin and stdin.close()):
             try:
@@ -177,6 +178,8 @@ class Progress:
         self.done = 0
 
     def line(self, running: list[str], left: int) -> str:
+        """The progress text: done/total, the ids `running` (first 4), and the time left for `left` waiting
+        submissions from the mean duration so far (seconds, spread over the slots)."""
         eta = "estimating time left"
         if self.durations:
             per = sum(self.durations) / len(self.durations)
@@ -187,6 +190,7 @@ class Progress:
         return f"grade batch: {self.done + self.already}/{self.total}{skipped}; now: {now or '-'}; {eta}"
 
     def update(self, running: list[str], left: int, finished: str | None = None) -> None:
+        """Redraw the line (terminal), or print it with `finished` appended when a submission finished."""
         if self.quiet:
             return
         if self.tty:
@@ -197,6 +201,7 @@ class Progress:
             self.stream.flush()
 
     def end(self) -> None:
+        """Clear the redrawn line on a terminal."""
         if self.tty and not self.quiet:
             self.stream.write("\r\x1b[K")
             self.stream.flush()

@@ -53,9 +53,11 @@ class Channel:
         self.fd = fd
 
     def send(self, **msg) -> None:
+        """Send `msg` as one JSON line."""
         self.send_raw(json.dumps(msg))
 
     def send_raw(self, line: str) -> None:
+        """Send `line` (one line of JSON, without its newline), writing until all of it is out."""
         data = (line + "\n").encode()
         while data:
             n = os.write(self.fd, data)
@@ -84,6 +86,7 @@ class PhaseClock:
             self.channel.send(event="stage", stage=message, t=time.time())
 
     def stop(self) -> None:
+        """Add the time since the current stage began to its phase, and end it."""
         if self.current:
             self.phases[self.current] = self.phases.get(self.current, 0.0) + time.perf_counter() - self.since
             self.current = None
@@ -189,6 +192,8 @@ def probe() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m grader.worker --fd N` (grade one job, module docstring) or `--probe`; returns the exit code
+    (a graded job ends the process with os._exit(0) instead)."""
     p = argparse.ArgumentParser(prog="python -m grader.worker", description="grader.batch's grading process")
     p.add_argument("--fd", type=int, help="file descriptor for messages to the parent")
     p.add_argument("--probe", action="store_true", help="print the visible GPUs as JSON and exit")

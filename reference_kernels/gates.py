@@ -84,6 +84,7 @@ class _Scratch:
         return g
 
     def close(self) -> None:
+        """Free every buffer made by put() and out()."""
         for g in self.owned:
             g.close()
 

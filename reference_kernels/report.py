@@ -159,6 +159,7 @@ def predictions(chain: Table | None, rope: Table | None, gap64: tuple[float, flo
 
 
 def predictions_text(preds: list[Prediction]) -> str:
+    """The predictions as a table, by number: claim, what it was measured on, the measurement, the verdict."""
     rows = [[p.number, p.claim, p.on, p.measured, _verdict(p.held)] for p in sorted(preds, key=lambda p: p.number)]
     return "The page's four predictions on this card\n" + tabulate(
         rows, headers=["#", "prediction", "on", "measured", "verdict"], maxcolwidths=[None, 48, None, 44, None],

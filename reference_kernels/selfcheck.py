@@ -51,9 +51,11 @@ class SelfcheckResult(BaseModel):
 
     @property
     def passed(self) -> bool:
+        """True when every gate passed."""
         return all(g.passed for g in self.gates)
 
     def table(self, name: str) -> Table | None:
+        """The timed table called `name` ('RoPE', 'chain', 'bf16 GELU'), or None if it was not timed."""
         return next((t for t in self.tables if t.name == name), None)
 
 
@@ -93,6 +95,7 @@ def run_selfcheck(gpu: Gpu, compiled: dict[str, Compiled], *, timing: bool = Tru
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of `grade selfcheck` (module docstring)."""
     p = argparse.ArgumentParser(prog="grade selfcheck", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-timing", action="store_true", help="run the gates and the GELU gap only (fast)")

@@ -62,6 +62,7 @@ class KernelDef:
 
     @property
     def bytes_per_elem(self) -> int:
+        """Bytes read plus written per element of the output tensor: values_per_elem * value_bytes."""
         return self.values_per_elem * self.value_bytes
 
     @property
@@ -162,18 +163,22 @@ class Version:
 
     @property
     def kernels(self) -> tuple[KernelDef, ...]:
+        """The kernels launched, in order."""
         return tuple(k for k, _ in self.steps)
 
     @property
     def values_per_elem(self) -> int:
+        """Values read plus written per element of the output tensor, summed over the kernels."""
         return sum(k.values_per_elem for k in self.kernels)
 
     @property
     def bytes_per_elem(self) -> int:
+        """Bytes read plus written per element of the output tensor, summed over the kernels."""
         return sum(k.bytes_per_elem for k in self.kernels)
 
     @property
     def per_thread(self) -> int:
+        """Work per thread of the first kernel (pairs, floats or bf16s)."""
         return self.kernels[0].work_per_thread
 
 
