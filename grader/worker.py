@@ -115,24 +115,15 @@ def _read_job_file(job: dict) -> bytes:
 
 
 def _context_chain(err: BaseException | None):
-    """`err`, then the exception it was raised while handling, and so on (a cleanup after a sticky fault
-    raises while the fault is being handled)."""
+    """`err`, then the exception it was raised while handling, and so on."""
     while err is not None:
         yield err
         err = err.__context__
 
 
-def _fault_name(err: BaseException) -> str | None:
-    """A CUDA_ERROR_* name in the exception or its context chain."""
-    for seen in _context_chain(err):
-        for word in str(seen).replace(":", " ").replace(",", " ").split():
-            if word.startswith("CUDA_ERROR_"):
-                return word
-    return None
-
-
 def grade_job(job: dict, channel: Channel) -> None:
     """Grade the job's file (module docstring) and send the result message."""
+    from grader.device import cuda_error_name
     from grader.errors import InputError, SubmissionError
     from grader.report import GradeReport
 
@@ -156,7 +147,7 @@ def grade_job(job: dict, channel: Channel) -> None:
         report = error(err.stage, str(err), err.details)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
         inner = next((e for e in _context_chain(err) if isinstance(e, SubmissionError)), None)
-        fault = _fault_name(err)
+        fault = cuda_error_name(err)
         if inner is not None:
             report = error(inner.stage, str(inner), inner.details)
         elif fault:
