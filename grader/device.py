@@ -35,15 +35,15 @@ class GpuInfo(BaseModel):
     driver_cuda: str
 
 
-def open_gpu(device_id: int = 0) -> "Gpu":
-    """Make device `device_id` current and return a Gpu with its own stream.
+def visible_gpus() -> list[str]:
+    """Names of the CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies), after cuInit(0). Creates
+    no context (grader.batch's probe uses it in a short-lived child).
 
-    Raises NoGpuError (exit 3) with a one-line reason when there is no driver, no device, or CUDA fails
-    to initialise.
+    Raises NoGpuError with a one-line reason: cuda-python not importable, no NVIDIA driver (libcuda.so.1
+    could not be loaded), CUDA did not initialise, or the driver sees no CUDA device.
     """
     try:
         from cuda.bindings import driver
-        from cuda.core import Device
     except ImportError as err:  # pragma: no cover - a broken install
         raise NoGpuError(f"cuda-python is not importable ({err}); install the grader with its CUDA extra") from None
     try:
@@ -55,8 +55,25 @@ def open_gpu(device_id: int = 0) -> "Gpu":
     status, count = driver.cuDeviceGetCount()
     if status != driver.CUresult.CUDA_SUCCESS or count == 0:
         raise NoGpuError("the NVIDIA driver sees no CUDA device")
+    names = []
+    for i in range(count):
+        _, dev = driver.cuDeviceGet(i)
+        _, raw = driver.cuDeviceGetName(64, dev)
+        names.append(raw.split(b"\0", 1)[0].decode(errors="replace"))
+    return names
+
+
+def open_gpu(device_id: int = 0) -> "Gpu":
+    """Make device `device_id` current and return a Gpu with its own stream.
+
+    Raises NoGpuError (exit 3) with a one-line reason when there is no driver, no device, or CUDA fails
+    to initialise (see visible_gpus).
+    """
+    count = len(visible_gpus())
     if device_id >= count:
         raise NoGpuError(f"device {device_id} requested, but only {count} CUDA device(s) are visible")
+    from cuda.core import Device
+
     dev = Device(device_id)
     dev.set_current()
     return Gpu(dev)

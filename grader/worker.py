@@ -165,21 +165,16 @@ def grade_job(job: dict, channel: Channel) -> None:
 
 def probe() -> dict:
     """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies)."""
-    try:
-        from cuda.bindings import driver
+    from grader.device import visible_gpus
+    from grader.errors import NoGpuError
 
-        (status,) = driver.cuInit(0)
-        if status != driver.CUresult.CUDA_SUCCESS:
-            return {"count": 0, "names": [], "reason": f"CUDA did not initialise: {status.name}"}
-        status, count = driver.cuDeviceGetCount()
-        names = []
-        for i in range(count):
-            _, dev = driver.cuDeviceGet(i)
-            _, raw = driver.cuDeviceGetName(64, dev)
-            names.append(raw.split(b"\0", 1)[0].decode(errors="replace"))
-        return {"count": count, "names": names, "reason": "" if count else "the NVIDIA driver sees no CUDA device"}
-    except Exception as err:  # noqa: BLE001 - no driver, no library: no GPU, with the reason
-        return {"count": 0, "names": [], "reason": f"no NVIDIA driver on this machine ({str(err)[:120]})"}
+    try:
+        names = visible_gpus()
+    except NoGpuError as err:
+        return {"count": 0, "names": [], "reason": str(err)}
+    except Exception as err:  # noqa: BLE001 - a broken driver install: no GPU, with the reason
+        return {"count": 0, "names": [], "reason": f"CUDA could not be queried ({str(err)[:120]})"}
+    return {"count": len(names), "names": names, "reason": ""}
 
 
 def main(argv: list[str] | None = None) -> int:
