@@ -193,10 +193,9 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
                 "checked on the GPU in float64)"))
     report.verdict = verdict_for(report.fraction)
     report.stage = "grade"
-    pct = lambda f: f"{f:.3f}"  # noqa: E731
     report.reason = (
-        f"{pct(report.fraction)} of the copy floor ({report.floor_gbs:.0f} GB/s, {report.floor_version}); "
-        f"{pct(report.fraction_of_scalar_copy)} x the one-float-per-thread copy"
+        f"{report.fraction:.3f} of the copy floor ({report.floor_gbs:.0f} GB/s, {report.floor_version}); "
+        f"{report.fraction_of_scalar_copy:.3f} x the one-float-per-thread copy"
     )
 
 
