@@ -2,7 +2,7 @@
 
   grade batch PATH... [--out DIR] [--compile-limit S] [--run-limit S] [--memory-limit GIB] [--shard K/N] [--gpus LIST]
                       [--workers N] [--limit N] [--retry-errors] [--regrade] [--arch sm_XY] [--seed N]
-                      [--format gradebook|gradescope] [--quiet]
+                      [--format gradebook|gradescope] [--quiet] [--unsandboxed]
   grade merge OUT RESULTS...
 
 Submissions: a PATH that is a file is one submission (id: the file's stem); a folder holds one submission
@@ -18,7 +18,9 @@ that dies (a fault, a signal) is an error row too (grader.pool). A worker that d
 is a broken install, not a submission: the batch stops (exit 4) without a row for it. One worker runs per
 GPU, so no two timings share a GPU; the next worker is started (imports done, CUDA untouched) while the
 current one runs. The batch never initialises CUDA itself: GPUs are counted by a short-lived
-`python -m grader.worker --probe`.
+`python -m grader.worker --probe`. NVRTC runs in grader.sandbox's Landlock sandbox in every worker; where
+Landlock is missing the batch refuses to start unless --unsandboxed is given (then the gradebook's settings
+say so).
 
 Resume: each row is appended to OUT/results.jsonl (flush + fsync) the moment it is known. A row is reused
 when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version
@@ -32,7 +34,8 @@ name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
-  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable
+  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, no
+     NVRTC sandbox on this machine without --unsandboxed
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
   4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), or a worker could not start; run the
      same command again to finish
@@ -56,6 +59,7 @@ from pathlib import Path
 import grader
 from grader.cli import arch_type, seed_type
 from grader import gradebook as gb
+from grader import sandbox
 from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
 from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
 from grader.report import GradeReport
@@ -304,6 +308,10 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
                    help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--unsandboxed", action="store_true",
+                   help="grade even where NVRTC cannot be confined by Landlock (not Linux 5.13+): the include "
+                        "filter alone then keeps submissions from reading this machine's files; recorded in "
+                        "the gradebook")
     return p
 
 
@@ -346,6 +354,14 @@ def batch_main(argv: list[str]) -> int:
         return _usage(message)
     if not items:
         return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    box = sandbox.state()
+    if not box.available and not args.unsandboxed:
+        return _usage(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
+                      "this machine's files; grade on Linux 5.13+ with Landlock, or add --unsandboxed to rely "
+                      "on the include filter alone")
+    if not box.available:
+        print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
+              "gradebook", file=sys.stderr)
     try:
         plan = plan_gpus(args.gpus, args.workers)
     except ValueError as err:
@@ -402,7 +418,7 @@ def batch_main(argv: list[str]) -> int:
             slots = [Slot(entry=e) for e in plan.entries]
             complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
                                 memory_limit=args.memory_limit * 2**30, arch=args.arch, seed=args.seed,
-                                on_result=record, progress=progress, tmp=tmp)
+                                on_result=record, progress=progress, tmp=tmp, sandbox=box.available)
     except Interrupted:
         complete = False
     except WorkerStartError as err:
@@ -422,7 +438,8 @@ def batch_main(argv: list[str]) -> int:
     complete = complete and len(rows) == len(items)
     book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard, "compile_limit":
                                                          args.compile_limit, "run_limit": args.run_limit,
-                                                         "memory_limit_gib": args.memory_limit})
+                                                         "memory_limit_gib": args.memory_limit,
+                                                         "sandbox": box.describe()})
     paths = gb.write_outputs(book, out, suffix)
     if args.format == "gradescope" and rows and rows[0].report:
         paths["gradescope"] = out / "results.json"

@@ -122,10 +122,15 @@ def _main(argv: list[str]) -> int:
         single_parser().print_usage(sys.stderr)
         print("grade: error: give a .cu file to grade", file=sys.stderr)
         return EXIT_INPUT
+    from grader import sandbox
     from grader.grade import grade_file
     from grader.gradebook import gradescope_refusal, gradescope_results
     from grader.report import GradeReport, render_text
 
+    box = sandbox.state()
+    if not box.available:
+        print(f"grade: warning: no sandbox around NVRTC here ({box.reason}); the include filter alone keeps "
+              "a file from reading this machine's files", file=sys.stderr)
     try:
         report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
     except GraderError as err:

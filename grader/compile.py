@@ -5,6 +5,8 @@ CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (../
 The PTX NVRTC produced on the way is kept (read from the same NVRTC program through cuda.bindings) for the
 parameter list and the code hints. Diagnostics come back as `file:line: message`; only diagnostics about the
 submission's own file are shown, and the log is capped, so no line of another file can reach the output.
+Every NVRTC call runs confined by grader.sandbox (Landlock): NVRTC can open no file but its builtins library,
+so an include that got past grader.directives fails with "cannot open source file", reported as such.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import io
 import re
 from dataclasses import dataclass, field
 
+from grader import sandbox
 from grader.errors import SubmissionError
 
 DEFAULT_ARCH = "sm_90"
@@ -23,6 +26,7 @@ MAX_LOG_CHARS = 16_000
 
 _DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warning|remark|catastrophic error)"
                    r"(?P<rest>[^\n]*)$", re.M)
+_OPEN_REFUSED = re.compile(r'(?:cannot|could not) open source file ("[^"\n]{0,200}"|<[^>\n]{0,200}>)')
 _ENTRY = re.compile(r"^(?:\.(?:visible|weak)\s+)?\.entry\s+([\w$]+)\s*\((.*?)\)", re.M | re.S)
 _PTX_TYPE = re.compile(r"\.([busf](?:8|16|32|64|128)|pred)\b")
 _PTX_COUNT = re.compile(r"\[(\d+)\]\s*$")
@@ -68,8 +72,14 @@ def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -
 
     Each name in `kernels` is found whether it is declared `extern "C"` or as a C++ function (NVRTC name
     expressions). Raises SubmissionError(stage "compile") with `file:line: message` lines for a compile error,
-    and with the list of kernels found when a name is missing or is not a __global__ function.
+    and with the list of kernels found when a name is missing or is not a __global__ function; SandboxError
+    when the sandbox is required (grader.sandbox.require) but not available.
+    NVRTC runs inside grader.sandbox.confined: it can read no file but its own builtins library.
     """
+    return sandbox.confined(_compile, text, name, kernels, arch)
+
+
+def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
     from cuda.core import Program, ProgramOptions
 
     options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True)
@@ -179,6 +189,11 @@ def _diagnostics(log: str, name: str, kind: str) -> list[str]:
     for i, line in enumerate(lines):
         m = _DIAG.match(line)
         if not m or m.group("file") != name or not m.group("kind").endswith(kind):
+            continue
+        refused = _OPEN_REFUSED.search(m.group("rest"))
+        if refused:  # an include that the sandbox (or a missing file) stopped: its name, never its content
+            out.append(f"{name}:{m.group('line')}: error: NVRTC may not open {refused.group(1)}: a submission "
+                       "can include no file (the grader's sandbox refused it); remove the #include")
             continue
         out.append(f"{name}:{m.group('line')}: {m.group('kind')}{m.group('rest')}")
         for follow in lines[i + 1 : i + 3]:

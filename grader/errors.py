@@ -42,6 +42,13 @@ class SubmissionError(GraderError):
         self.details = details
 
 
+class SandboxError(GraderError):
+    """NVRTC cannot be confined here and the caller requires it (`grade batch` without `--unsandboxed`):
+    exit 2, a usage error of the grading machine's operator, never the student's."""
+
+    exit_code = EXIT_INPUT
+
+
 class NoGpuError(GraderError):
     """No usable CUDA device or driver (exit 3). The message gives the reason in one line."""
 

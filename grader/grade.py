@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader import exercise
+from grader import exercise, sandbox
+from grader.capture import Captured, capture_stdout
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import kernel_args, plan_launch
 from grader.device import Gpu, open_gpu
@@ -89,7 +90,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
                            versions=versions())
     seed = secrets.randbits(63) if seed is None else seed
     report = GradeReport(file=str(path), sha256=sub.sha256, verdict="error", reason="", seed=seed,
-                         versions=versions(), contract=sub.contract)
+                         versions=versions(), contract=sub.contract, sandbox=sandbox.state().describe())
     gpu, no_gpu = None, ""
     stage("context")
     try:
@@ -113,7 +114,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
             report.reason = (f"no GPU ({no_gpu}); compiled for {target} and checked the parameter list, "
                              "both fine; verification and timing need a CUDA GPU")
         else:
-            _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed), stage)
+            printed = Captured()
+            try:
+                with capture_stdout(printed):  # a kernel's printf must not reach the report's stream
+                    _run_on_gpu(gpu, compiled, widths, sub.contract, report, np.random.default_rng(seed), stage)
+            finally:
+                report.kernel_output, report.kernel_output_dropped = printed.lines, printed.dropped
     except SubmissionError as err:
         report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
     except InputError as err:  # a launch the contract cannot express at some shape (a value past 32 bits)

@@ -71,7 +71,9 @@ class GradeReport(BaseModel):
     """Everything one grading produced. `verdict` is gold, silver, fail, error (could not be run: `stage`
     says where it stopped) or no-gpu (static checks only). `fraction` is the submission's GB/s over the
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
-    the fraction's uncertainty band still straddles a threshold after extra measurement."""
+    the fraction's uncertainty band still straddles a threshold after extra measurement. `kernel_output`
+    holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
+    the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox)."""
 
     schema_version: int = SCHEMA_VERSION
     file: str
@@ -100,6 +102,9 @@ class GradeReport(BaseModel):
     borderline: bool = False
     flags: list[Flag] = []
     hints: list[str] = []
+    kernel_output: list[str] = []
+    kernel_output_dropped: int = 0
+    sandbox: str = ""
 
 
 def render_text(r: GradeReport) -> str:
@@ -136,6 +141,10 @@ def render_text(r: GradeReport) -> str:
         out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy",
                                            "spread (IQR)", "reps"], tablefmt="simple"))
         out.append("")
+    if r.kernel_output or r.kernel_output_dropped:
+        out.append(f"Kernel output (printf from your kernel, not the grader; {len(r.kernel_output)} lines shown "
+                   f"escaped, {r.kernel_output_dropped} more dropped):")
+        out.extend("  | " + line for line in r.kernel_output)
     verdict = r.verdict.upper() + (" (borderline)" if r.borderline else "")
     out.append(f"Verdict: {verdict}: {r.reason}")
     if r.details:

@@ -6,7 +6,8 @@ imports the grader, says `ready`, then reads one job (a JSON line) on stdin; wit
 exits. For the job it copies the submission's bytes into a fresh empty folder, checks their sha256 against
 the one the batch keyed the job by, chdirs there (NVRTC resolves relative names from the working folder) and
 runs grader.grade.grade_file on the copy, in this process, so the copy floor is measured in the same process
-as the submission it judges.
+as the submission it judges. Unless the job says `"sandbox": false` (grade batch --unsandboxed), NVRTC must
+run in grader.sandbox's Landlock sandbox: without it the job is an error row and nothing is compiled.
 
 Messages go to the parent as JSON lines on file descriptor N (never stdout: a kernel's printf writes there;
 stdout is discarded and stderr goes to a log the parent reads only on a crash):
@@ -123,8 +124,9 @@ def _context_chain(err: BaseException | None):
 
 def grade_job(job: dict, channel: Channel) -> None:
     """Grade the job's file (module docstring) and send the result message."""
+    from grader import sandbox
     from grader.device import cuda_error_name
-    from grader.errors import InputError, SubmissionError
+    from grader.errors import InputError, SandboxError, SubmissionError
     from grader.report import GradeReport
 
     import grader.grade as g
@@ -139,8 +141,12 @@ def grade_job(job: dict, channel: Channel) -> None:
         return GradeReport(file=name, verdict="error", stage=stage, reason=reason, details=details)
 
     try:
+        if job.get("sandbox", True):
+            sandbox.require()
         (work / name).write_bytes(_read_job_file(job))
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
+    except SandboxError as err:
+        report = error("grader", f"{err}; the submission was not compiled")
     except InputError as err:
         report = error("input", str(err))
     except SubmissionError as err:

@@ -9,6 +9,7 @@ GPU machine; the rest hold on both.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -540,3 +541,41 @@ def test_gradescope_format_writes_results_json(tmp_path, no_gpu):
     res = json.loads((out / "results.json").read_text())
     assert res["score"] == 1.0 and [t["status"] for t in res["tests"]] == ["passed", "failed", "failed"]
     assert "no GPU" in res["tests"][1]["output"]
+
+
+# --- the NVRTC sandbox -----------------------------------------------------------------------------------
+def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkeypatch, capsys):
+    from grader import sandbox
+
+    off = sandbox.SandboxState(False, 0, "this Linux kernel has no Landlock")
+    monkeypatch.setattr(sandbox, "state", lambda: off)
+    monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, str(FAKE_WORKER)])
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE})
+    out = tmp_path / "out"
+    assert batch.main(["batch", str(cls), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be sandboxed here (this Linux kernel has no Landlock)" in err and "--unsandboxed" in err
+    assert not (out / "results.jsonl").exists()
+    batch.main(["batch", str(cls), "--out", str(out), "--quiet", "--unsandboxed"])
+    assert "without the NVRTC sandbox" in capsys.readouterr().err
+    book = gb.Gradebook.model_validate_json((out / "gradebook.json").read_text())
+    assert book.settings["sandbox"] == "off: this Linux kernel has no Landlock"
+    assert [r["id"] for r in jsonl(out / "results.jsonl")] == ["a"]
+
+
+def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path, monkeypatch):
+    from grader import sandbox, worker
+
+    monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))
+    monkeypatch.setattr(sandbox, "_required", False)
+    sent = []
+    channel = type("C", (), {"send": lambda self, **m: sent.append(m), "send_raw": lambda self, s: sent.append(s)})()
+    src = tmp_path / "a.cu"
+    src.write_bytes(b"__global__ void biasGeluFused() {}\n")
+    job = {"path": str(src), "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "name": "a.cu",
+           "display": "a.cu", "arch": None, "seed": None, "sandbox": True}
+    monkeypatch.chdir(tmp_path)
+    worker.grade_job(job, channel)
+    result = json.loads(sent[-1])["report"]
+    assert result["verdict"] == "error" and result["stage"] == "grader"
+    assert "sandbox is not available: no Landlock (test)" in result["reason"] and "not compiled" in result["reason"]
