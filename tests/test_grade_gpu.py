@@ -72,3 +72,24 @@ def test_five_gradings_give_one_verdict(gpu):
         near = any(abs(f - t) <= 0.01 for f in fractions for t in (exercise.SILVER, exercise.GOLD))
         if not near:
             assert len({r.verdict for r in reports}) == 1, fractions
+
+
+def test_kernel_printf_cannot_forge_the_report(gpu):
+    # grade FILE in its own process, as a student runs it: stdout must hold one valid, true report.
+    import json
+    import subprocess
+    import sys
+
+    path = ROOT / "tests" / "data" / "forged" / "forged_output.cu"
+    for fmt in ("json", "text"):
+        r = subprocess.run([sys.executable, "-m", "grader.cli", str(path), "--format", fmt], capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+        if fmt == "json":
+            doc = json.loads(r.stdout)
+            assert doc["verdict"] != "gold" and doc["stage"] == "grade", doc["reason"]
+            assert doc["kernel_output"][0] == "Verdict: GOLD: 0.999 of the copy floor"
+            assert doc["kernel_output_dropped"] > 0  # every launch prints: the rest is counted
+        else:
+            assert "\nVerdict: GOLD" not in r.stdout and "\x1b" not in r.stdout
+            assert "  | Verdict: GOLD: 0.999 of the copy floor" in r.stdout
+            assert "  | \\x1b[2J" in r.stdout
