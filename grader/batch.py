@@ -27,7 +27,7 @@ when its key matches: the id and the sha256 of the file's bytes, plus the grader
 and a digest of the grader's source, --arch, --seed, the GPU model(s) seen). The id is in the key: two
 students who hand in the same bytes get a row each. A rerun of the same command grades only what is missing.
 --retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row is regraded
-whenever a GPU is visible.
+whenever a GPU is visible; a busy row (the GPU was shared while timing) always.
 
 Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
 name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT/results.json for Gradescope.
@@ -37,8 +37,8 @@ Exit codes:
   2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, no
      NVRTC sandbox on this machine without --unsandboxed
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
-  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), or a worker could not start; run the
-     same command again to finish
+  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), a worker could not start, or a row is
+     busy (the GPU was shared while timing); run the same command again to finish
 """
 
 from __future__ import annotations
@@ -379,7 +379,7 @@ def batch_main(argv: list[str]) -> int:
     known = {row.key: row for row in gb.load_files(sorted(out.glob(gb.RESULTS_GLOB)))[0]}
     todo = [it for it in items if args.regrade or it.key not in known
             or (args.retry_errors and known[it.key].verdict == "error")
-            or (plan.names and known[it.key].verdict == "no-gpu")]  # a GPU that failed to open last time
+            or (plan.names and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
     todo_keys = {it.key for it in todo}
     results: dict[str, gb.BatchResult] = {it.key: known[it.key] for it in items
                                           if it.key in known and it.key not in todo_keys}
@@ -446,7 +446,7 @@ def batch_main(argv: list[str]) -> int:
         gb.write_json(paths["gradescope"], gb.gradescope_results(rows[0].report))
     if not args.quiet:
         _print_summary(book, paths, plan, complete, len(items) - len(rows))
-    if not complete:
+    if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
         return EXIT_INCOMPLETE
     return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.names else EXIT_PASS
 

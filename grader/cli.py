@@ -9,7 +9,7 @@
 --format json an input error still prints one GradeReport (verdict "error", stage "input") on stdout.
 
 Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
-check that needs no GPU ran and passed).
+check that needs no GPU ran and passed); 5 not graded, the GPU was busy.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import re
 import sys
 
 from grader import exercise
-from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+from grader.errors import EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
-                   "no-gpu": EXIT_NO_GPU}
+                   "no-gpu": EXIT_NO_GPU, "busy": EXIT_BUSY}
 
 EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
-faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one)"""
+faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one);
+5 not graded: the GPU was busy while timing (run again)"""
 
 
 SEED_LIMIT = 2**63

@@ -10,7 +10,8 @@ submission in a spawned process for that reason).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel
@@ -22,7 +23,8 @@ from grader.errors import NoGpuError, SubmissionError
 
 class GpuInfo(BaseModel):
     """Facts about the device: name, compute capability ('9.0'), arch ('sm_90'), multiprocessors, L2 and
-    memory sizes in bytes, and the driver's CUDA version ('13.0')."""
+    memory sizes in bytes, the driver's CUDA version ('13.0'), and the peak DRAM bandwidth in GB/s
+    (memory clock x 2 transfers per clock x bus width / 8; None where the driver does not say)."""
 
     name: str
     compute_capability: str
@@ -33,6 +35,17 @@ class GpuInfo(BaseModel):
     total_bytes: int
     free_bytes: int
     driver_cuda: str
+    peak_gbs: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuLoad:
+    """What NVML says of a GPU's other users: `processes` ("pid 123 (python3, 2.0 GiB)"), not counting this
+    process, and `utilization`, the percent of NVML's last sample period in which a kernel ran (any process,
+    this one included)."""
+
+    processes: list[str] = field(default_factory=list)
+    utilization: int | None = None
 
 
 def visible_gpus() -> list[str]:
@@ -104,6 +117,7 @@ class Gpu:
             total_bytes=int(total),
             free_bytes=int(free),
             driver_cuda=f"{version // 1000}.{version % 1000 // 10}",
+            peak_gbs=_peak_gbs(props),
         )
 
     # --- modules and launches ------------------------------------------------------------------
@@ -176,6 +190,38 @@ class Gpu:
         free, _ = self._call(self._driver.cuMemGetInfo())
         return int(free)
 
+    # --- the GPU's other users (NVML, through cuda.core.system) ---------------------------------
+    def uuid(self) -> str:
+        """The device's UUID as CUDA reports it (the same whatever CUDA_VISIBLE_DEVICES maps it to)."""
+        return str(self.device.uuid)
+
+    def load_now(self) -> "GpuLoad | None":
+        """Other processes with a CUDA context on this GPU and its utilization over NVML's last sample
+        period; None when NVML cannot answer (no NVML library, no permission, a MIG slice, a container that
+        hides it). Never raises."""
+        try:
+            from cuda.core import system
+
+            uid = self.uuid()
+            try:
+                nv = system.Device(uuid=uid)
+            except Exception:  # noqa: BLE001 - NVML wants the "GPU-" prefix CUDA may leave out
+                nv = system.Device(uuid=uid if uid.startswith("GPU-") else "GPU-" + uid)
+            me = os.getpid()
+            others = []
+            for p in nv.compute_running_processes:
+                if p.pid == me:
+                    continue
+                try:
+                    name = system.get_process_name(p.pid)
+                except Exception:  # noqa: BLE001 - a process in another namespace
+                    name = "?"
+                others.append(f"pid {p.pid} ({os.path.basename(str(name))[:40]}, "
+                              f"{(p.used_gpu_memory or 0) / 2**30:.1f} GiB)")
+            return GpuLoad(processes=others, utilization=int(nv.utilization.gpu))
+        except Exception:  # noqa: BLE001 - NVML is advice; the timing data decides
+            return None
+
     # --- timing --------------------------------------------------------------------------------
     def record(self):
         """Record a timing event on the grader's stream; `later - earlier` of two such events is in ms."""
@@ -239,6 +285,16 @@ class GuardedArray:
 
     def close(self) -> None:
         self.buffer.close()
+
+
+def _peak_gbs(props) -> float | None:
+    """Peak DRAM bandwidth in GB/s: memory clock (kHz) x 2 (double data rate) x bus width (bits) / 8, the
+    usual formula (NVIDIA technical blog, "How to Implement Performance Metrics in CUDA C/C++")."""
+    try:
+        khz, bits = int(props.memory_clock_rate), int(props.global_memory_bus_width)
+    except Exception:  # noqa: BLE001 - not every driver reports them
+        return None
+    return khz * 1e3 * 2 * bits / 8 / 1e9 if khz > 0 and bits > 0 else None
 
 
 def address(x) -> int:

@@ -7,6 +7,8 @@ Exit codes of `grade` (README, "Exit codes"):
   2  input or usage error: the grader was not given something it can read (missing file, empty, binary,
      not UTF-8, too large, malformed `// grade:` block, bad option)
   3  no GPU: every check that needs no GPU ran and passed; verification and timing need one
+  5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, or timings
+     a quiet GPU would not give); run again
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_INPUT = 2
 EXIT_NO_GPU = 3
+EXIT_BUSY = 5
 
 
 class GraderError(Exception):

@@ -14,6 +14,7 @@ import numpy as np
 
 from grader import exercise, sandbox
 from grader.capture import Captured, capture_stdout
+from grader.contention import Busy, describe, disturbed, gpu_turn, wait_for_quiet
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import kernel_args, plan_launch
 from grader.device import Gpu, open_gpu
@@ -169,6 +170,18 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
             failures.append(v)
         return v.passed
 
+    def timed() -> AlternatingTimer:
+        timer = AlternatingTimer(gpu, launches, before_round=redraw, after_round=check_round)
+        timer.warm_up()
+        timer.run()
+        if not failures:
+            _fill_table(report, timer.stats(), n)
+        return timer
+
+    def noise(timer: AlternatingTimer) -> list[str]:
+        return [] if failures else disturbed(timer.times, report.floor_gbs, gpu.info.peak_gbs)
+
+    load, reasons = None, []
     try:
         redraw(-1)
         plan = plan_launch(contract, rows, cols, gpu.info.multiprocessors, gpu.info.threads_per_multiprocessor)
@@ -176,19 +189,28 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
                            rows, cols)
         launches = CopyFloor(gpu).launches(x, copy_out, n)
         launches[exercise.KERNEL_NAME] = lambda: gpu.launch(kernel, plan.grid, plan.block, *args)
-        timer = AlternatingTimer(gpu, launches, before_round=redraw, after_round=check_round)
-        timer.warm_up()
-        timer.run()
-        if not failures:
-            _fill_table(report, timer.stats(), n)
-            if straddles(report.fraction_low, report.fraction_high):
+        with gpu_turn(gpu):  # other gradings on this GPU wait; their numbers and ours stay clean
+            load = wait_for_quiet(gpu)
+            timer = timed()
+            reasons = noise(timer)
+            if reasons:  # disturbed: wait for quiet, then one fresh timing
+                load = wait_for_quiet(gpu)
+                timer = timed()
+                reasons = noise(timer)
+            if not reasons and not failures and straddles(report.fraction_low, report.fraction_high):
                 timer.run(min_reps=timer.rounds * 2, target_rse=TARGET_RSE / 2)
                 _fill_table(report, timer.stats(), n)
                 report.borderline = straddles(report.fraction_low, report.fraction_high)
+                reasons = noise(timer)
+    except Busy as err:
+        reasons = [str(err)]
     finally:
         check.close()
         for b in buffers:
             b.close()
+    if reasons and not failures:
+        _withhold(report, reasons, load)
+        return
     if failures:
         report.verification.append(failures[0])
         report.verdict, report.stage, report.reason = "fail", "verify", failures[0].message
@@ -203,6 +225,15 @@ def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.rando
         f"{report.fraction:.3f} of the copy floor ({report.floor_gbs:.0f} GB/s, {report.floor_version}); "
         f"{report.fraction_of_scalar_copy:.3f} x the one-float-per-thread copy"
     )
+
+
+def _withhold(report: GradeReport, reasons: list[str], load) -> None:
+    """Verdict "busy": the timings cannot be trusted (grader.contention); nothing of them is graded."""
+    report.verdict, report.stage = "busy", "time"
+    report.table, report.floor_version, report.floor_gbs = [], None, None
+    report.fraction = report.fraction_low = report.fraction_high = report.fraction_of_scalar_copy = None
+    report.reason = (f"not graded: the GPU was busy ({'; '.join(reasons)}; other processes: {describe(load)}); "
+                     "the kernel is correct; run again when the GPU is quiet")
 
 
 def _add_flags_and_hints(report: GradeReport, compiled: Compiled, contract) -> None:

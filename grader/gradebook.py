@@ -26,7 +26,7 @@ from tabulate import tabulate
 from grader.report import GradeReport, Verdict
 
 RESULT_SCHEMA_VERSION = 1
-VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu")
+VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu", "busy")
 MAX_DETAILS_CHARS = 4000
 """Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
 RESULTS_GLOB = "results*.jsonl"

@@ -17,7 +17,7 @@ from grader.contract import Contract
 from grader.device import GpuInfo
 from grader.verify import Verification
 
-Verdict = Literal["gold", "silver", "fail", "error", "no-gpu"]
+Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
 SCHEMA_VERSION = 1
 
 
@@ -69,7 +69,8 @@ class Flag(BaseModel):
 
 class GradeReport(BaseModel):
     """Everything one grading produced. `verdict` is gold, silver, fail, error (could not be run: `stage`
-    says where it stopped) or no-gpu (static checks only). `fraction` is the submission's GB/s over the
+    says where it stopped), no-gpu (static checks only) or busy (correct, but the GPU was shared while it
+    was timed, so no speed verdict is given: grader.contention). `fraction` is the submission's GB/s over the
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
