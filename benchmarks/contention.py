@@ -98,7 +98,8 @@ def main() -> int:
         return 3
     from tabulate import tabulate
 
-    env = {**os.environ, "GRADER_QUIET_WAIT_S": str(args.quiet_wait), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "GRADER_QUIET_WAIT_S": str(args.quiet_wait),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     runs = {"quiet": [grade(f, env) for f in args.files]}
     for mode in ("copy", "long"):
         load = subprocess.Popen([sys.executable, __file__, "--load", mode], cwd=ROOT, env=env)
@@ -113,7 +114,10 @@ def main() -> int:
     runs["concurrent"] = []
     for proc in procs:
         out, err = proc.communicate(timeout=600)
-        doc = json.loads(out)
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            doc = {"verdict": "invalid output", "reason": (out + err)[-300:]}
         runs["concurrent"].append({"file": Path(args.files[0]).name, "verdict": doc["verdict"],
                                    "fraction": doc.get("fraction"), "exit": proc.returncode,
                                    "waited": "waiting for its turn" in err, "reason": doc.get("reason", "")[:400]})

@@ -55,7 +55,7 @@ def main() -> int:
             sandbox._run_in_thread(_compile, allowed, *job)
             times[kind].append(time.perf_counter() - t0)
     if args.bisect:
-        for top in sorted(str(p) for p in Path("/").iterdir() if p.is_dir() and not p.is_symlink()):
+        for top in ["/"] + sorted(str(p) for p in Path("/").iterdir() if p.is_dir() and not p.is_symlink()):
             times[f"confined + {top}"] = []
             for _ in range(max(3, args.reps // 4)):
                 t0 = time.perf_counter()
