@@ -61,6 +61,12 @@ def main() -> int:
                 t0 = time.perf_counter()
                 sandbox._run_in_thread(_with_folder, None, st.allowed, top, job)
                 times[f"confined + {top}"].append(time.perf_counter() - t0)
+        for label, scoped, net in (("no scopes", False, True), ("no network rules", True, False)):
+            times[f"confined + {label}"] = []
+            for _ in range(max(3, args.reps // 4)):
+                t0 = time.perf_counter()
+                sandbox._run_in_thread(_with_folder, None, st.allowed, None, job, scoped, net)
+                times[f"confined + {label}"].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
     result = {"file": Path(args.file).name, "reps": args.reps, "sandbox": st.describe(),
               "median_s": med, "cost_s": med["confined"] - med["unconfined"], "goal_s": GOAL_S}
@@ -75,15 +81,19 @@ def main() -> int:
     return 0 if result["cost_s"] <= GOAL_S else 1
 
 
-def _with_folder(allowed: tuple[str, ...], top: str, job: tuple) -> object:
-    """In a fresh, unconfined thread: confine it to the sandbox's files plus everything under `top`, then
-    compile `job` (a diagnostic variant of grader.sandbox's ruleset, never used for grading)."""
-    from landlockpy import AccessFS, Ruleset, Scope
+def _with_folder(allowed: tuple[str, ...], top: str | None, job: tuple, scoped: bool = True,
+                 net: bool = True) -> object:
+    """In a fresh, unconfined thread: confine it to the sandbox's files plus everything under `top` (with
+    or without the scopes and network rules), then compile `job` (a diagnostic variant of grader.sandbox's
+    ruleset, never used for grading)."""
+    from landlockpy import AccessFS, AccessNet, Ruleset, Scope
 
-    with Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL) as rules:
+    scope = Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL if scoped else Scope.NONE
+    with Ruleset(scoped=scope, **({} if net else {"handled_net": AccessNet.NONE})) as rules:
         for path in allowed:
             rules.allow_path(path, AccessFS.READ_FILE)
-        rules.allow_path(top, AccessFS.READ_FILE | AccessFS.READ_DIR)
+        if top:
+            rules.allow_path(top, AccessFS.READ_FILE | AccessFS.READ_DIR)
         rules.restrict()
     return _compile(*job)
 
