@@ -53,6 +53,17 @@ def seed_type(value: str) -> int:
     return seed
 
 
+def _positive_seconds(value: str) -> float:
+    """argparse type of --run-limit: a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of seconds")
+    return seconds
+
+
 def _emit(text: str) -> bool:
     """Print `text` to stdout and flush. Returns False when the reader has gone (`grade ... | head`): stdout
     is then pointed at the null device so that Python's exit flush cannot fail again (Python docs, "Note
@@ -92,6 +103,9 @@ def single_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", type=arch_type, default=None,
                    help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--run-limit", type=_positive_seconds, default=None, metavar="S",
+                   help="seconds a stage (compile, verify) may run before grading stops with an error; timing "
+                        "gets S plus its waits for a quiet GPU (default 60)")
     return p
 
 
@@ -132,8 +146,26 @@ def _main(argv: list[str]) -> int:
     if not box.available:
         print(f"grade: warning: no sandbox around NVRTC here ({box.reason}); the include filter alone keeps "
               "a file from reading this machine's files", file=sys.stderr)
+    from grader.watchdog import DEFAULT_RUN_LIMIT_S, EXIT_INTERRUPTED, Watchdog, stage_limits
+
+    report_fd = os.dup(1)  # the report's stream, whatever a kernel's output capture does to descriptor 1
+
+    def expired(stage: str, seconds: float) -> None:
+        reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s (a kernel "
+                  "that never ends?); `grade --run-limit S` changes the limit")
+        print(f"grade: {reason}", file=sys.stderr, flush=True)
+        late = GradeReport(file=args.file, verdict="error", stage="run" if stage != "compile" else "compile",
+                           reason=reason)
+        text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}
+        if args.format in text:
+            os.write(report_fd, (text[args.format] + "\n").encode())
+
+    dog = Watchdog(stage_limits(args.run_limit or DEFAULT_RUN_LIMIT_S), expired).start()
     try:
-        report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
+        report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=dog.stage)
+    except KeyboardInterrupt:
+        print("grade: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except GraderError as err:
         print(f"grade: {err}", file=sys.stderr)
         if args.format == "gradescope":
@@ -143,6 +175,9 @@ def _main(argv: list[str]) -> int:
                                   reason=str(err), details=getattr(err, "details", ""))
             _emit(refusal.model_dump_json(indent=2))
         return err.exit_code
+    finally:
+        dog.stop()
+        os.close(report_fd)
     if args.format == "gradescope":
         _emit(json.dumps(gradescope_results(report), indent=2))
     else:

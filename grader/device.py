@@ -135,6 +135,20 @@ class Gpu:
             raise SubmissionError("launch", f"the driver could not load the compiled kernel: {err}") from None
 
     @staticmethod
+    def kernel_limits(kernel) -> dict[str, int]:
+        """What the driver says of a loaded kernel (cuda.core Kernel.attributes): max_threads_per_block (its
+        `__launch_bounds__`, or what its registers allow), num_regs (per thread), shared_size_bytes (static
+        shared memory per block) and local_size_bytes (local memory per thread: stack and spills). Keys the
+        driver does not answer are left out; never raises."""
+        out = {}
+        for key in ("max_threads_per_block", "num_regs", "shared_size_bytes", "local_size_bytes"):
+            try:
+                out[key] = int(getattr(kernel.attributes, key))
+            except Exception:  # noqa: BLE001 - an older driver: that fact is simply not reported
+                pass
+        return out
+
+    @staticmethod
     def param_sizes(kernel) -> list[int]:
         """Size in bytes of each parameter of a loaded kernel, from the driver (cuKernelGetParamInfo)."""
         return [int(p.size) for p in kernel.arguments_info]

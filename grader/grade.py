@@ -134,6 +134,7 @@ def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract,
                 rng: np.random.Generator, stage: Callable[[str], None]) -> None:
     stage("verify")
     kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
+    _check_launch_fits(gpu.kernel_limits(kernel), contract, report)
     sizes = tuple(gpu.param_sizes(kernel))
     if sizes != widths:
         raise SubmissionError("contract", f"the driver reports parameter sizes {sizes}, PTX {widths}")
@@ -145,6 +146,24 @@ def _run_on_gpu(gpu: Gpu, compiled: Compiled, widths: tuple[int, ...], contract,
             return
     stage("time")
     _time(gpu, kernel, contract, widths, report, rng)
+
+
+def _check_launch_fits(limits: dict[str, int], contract, report: GradeReport) -> None:
+    """Fill the registers and local memory the loaded kernel really uses into the report (where ptxas's log
+    said nothing), and refuse, with the reason, a block larger than the kernel allows (the driver's own
+    answer would be CUDA_ERROR_INVALID_VALUE). Raises SubmissionError(stage "launch")."""
+    if report.compile is not None:
+        if report.compile.registers is None:
+            report.compile.registers = limits.get("num_regs")
+        if report.compile.stack_frame is None:
+            report.compile.local_bytes = limits.get("local_size_bytes")
+    most = limits.get("max_threads_per_block")
+    if most is not None and contract.block > most:
+        fits = max(32, most // 32 * 32)
+        raise SubmissionError("launch", (
+            f"your kernel allows at most {most} threads per block (its __launch_bounds__, or what its "
+            f"{limits.get('num_regs', '?')} registers per thread leave), but the launch uses {contract.block}: "
+            f"declare `// grade: block = {fits}` (and size the grid for it), or raise the bound"))
 
 
 def _time(gpu: Gpu, kernel, contract, widths, report: GradeReport, rng: np.random.Generator) -> None:

@@ -23,13 +23,16 @@ SCHEMA_VERSION = 1
 
 class CompileSummary(BaseModel):
     """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings about
-    the submission's file, and the compile log itself (ptxas -v, capped)."""
+    the submission's file, and the compile log itself (ptxas -v, capped). Where the log said nothing, the
+    loaded kernel's registers and local memory per thread (`local_bytes`, stack plus spills) come from the
+    driver."""
 
     arch: str
     registers: int | None = None
     spill_stores: int | None = None
     spill_loads: int | None = None
     stack_frame: int | None = None
+    local_bytes: int | None = None
     warnings: list[str] = []
     log: str = ""
 
@@ -129,8 +132,14 @@ def render_text(r: GradeReport) -> str:
                    f"{n * bm.bytes_per_elem / 1e9:.3f} GB moved per launch.")
     if r.compile:
         c = r.compile
-        out.append(f"Compiled for {c.arch}: {c.registers} registers, {c.stack_frame} bytes stack, "
-                   f"{c.spill_stores} bytes spill stores, {c.spill_loads} bytes spill loads.")
+        facts = [f"{c.registers} registers" if c.registers is not None else None,
+                 f"{c.stack_frame} bytes stack" if c.stack_frame is not None else None,
+                 f"{c.spill_stores} bytes spill stores, {c.spill_loads} bytes spill loads"
+                 if c.spill_stores is not None else None,
+                 f"{c.local_bytes} bytes local memory per thread (stack and spills)"
+                 if c.local_bytes is not None else None]
+        shown = ", ".join(f for f in facts if f) or "no resource report (ptxas said nothing; no GPU to ask)"
+        out.append(f"Compiled for {c.arch}: {shown}.")
     for v in r.verification:
         out.append(("Verified: " if v.passed else "FAILED verification: ") + v.message)
     if r.seed is not None:

@@ -120,3 +120,20 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
     monkeypatch.setattr(g, "grade_file", lambda *a, **k: r)
     assert cli.main(["submissions/gold_float4.cu"]) == 5
     assert "Verdict: BUSY: not graded" in capsys.readouterr().out
+
+
+def test_a_block_larger_than_the_kernel_allows_is_explained():
+    from grader.contract import Contract
+    from grader.errors import SubmissionError
+    from grader.grade import _check_launch_fits
+    from grader.report import CompileSummary
+
+    r = GradeReport(file="s.cu", verdict="error", reason="", compile=CompileSummary(arch="sm_90"))
+    with pytest.raises(SubmissionError) as err:
+        _check_launch_fits({"max_threads_per_block": 128, "num_regs": 40, "local_size_bytes": 0}, Contract(), r)
+    assert err.value.stage == "launch"
+    assert "allows at most 128 threads per block" in str(err.value) and "uses 256" in str(err.value)
+    assert "`// grade: block = 128`" in str(err.value)
+    assert r.compile.registers == 40 and r.compile.local_bytes == 0  # from the driver, ptxas said nothing
+    _check_launch_fits({"max_threads_per_block": 1024}, Contract(), r)  # fits: no error
+    assert "40 registers" in render_text(r) and "None" not in render_text(r)

@@ -93,3 +93,10 @@ def test_kernel_printf_cannot_forge_the_report(gpu):
             assert "\nVerdict: GOLD" not in r.stdout and "\x1b" not in r.stdout
             assert "  | Verdict: GOLD: 0.999 of the copy floor" in r.stdout
             assert "  | \\x1b[2J" in r.stdout
+
+
+def test_launch_bounds_below_the_block_is_explained(gpu):
+    report = grade_file(str(ROOT / "tests" / "data" / "batch" / "launch_bounds.cu"))
+    assert report.verdict == "error" and report.stage == "launch", report.reason
+    assert "allows at most 128 threads per block" in report.reason and "block = 128" in report.reason
+    assert report.compile.registers is not None  # from the driver where ptxas's log says nothing

@@ -1,0 +1,71 @@
+"""grade FILE's watchdog (grader.watchdog): a stage past its run limit and a Ctrl-C while the main thread is
+stuck (as inside a CUDA driver wait for a kernel that never ends) both end the process at once."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from grader import watchdog
+
+from conftest import ROOT
+
+STUCK = """
+import signal, sys, threading
+from grader.watchdog import Watchdog
+def expired(stage, seconds):
+    print(f"expired {stage} after {seconds}", file=sys.stderr, flush=True)
+dog = Watchdog({"verify": LIMIT}, expired).start()
+dog.stage("verify")
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # like a thread waiting in the driver
+print("stuck", flush=True)
+threading.Event().wait(30)
+print("woke up", flush=True)
+"""
+
+
+def _run_stuck(limit: float) -> subprocess.Popen:
+    code = STUCK.replace("LIMIT", repr(limit))
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_a_stage_past_its_limit_ends_the_process():
+    t0 = time.monotonic()
+    p = _run_stuck(0.5)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 1 and "expired verify after 0.5" in err and "woke up" not in out
+    assert time.monotonic() - t0 < 10
+
+
+def test_ctrl_c_stops_a_stuck_main_thread():
+    p = _run_stuck(600)
+    assert p.stdout.readline().strip() == "stuck"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == watchdog.EXIT_INTERRUPTED
+    assert "interrupted (Ctrl-C)" in err and "woke up" not in out
+    assert time.monotonic() - t0 < 10
+
+
+def test_stage_limits_cover_the_timing_waits():
+    limits = watchdog.stage_limits(60)
+    assert limits["verify"] == limits["compile"] == 60
+    assert limits["time"] > 60 + watchdog.contention.LOCK_WAIT_S
+    assert "read" not in limits
+
+
+def test_run_limit_option_is_validated(capsys):
+    from grader import cli
+
+    for bad in ("0", "-3", "x", "inf"):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["submissions/gold_float4.cu", "--run-limit", bad])
+        assert e.value.code == 2
+    assert "positive number of seconds" in capsys.readouterr().err
