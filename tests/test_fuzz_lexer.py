@@ -1,0 +1,61 @@
+"""The differential fuzzer of the include lexer against NVRTC (benchmarks/fuzz_lexer.py), bounded: fixed
+seeds and a few hundred soups, so it runs in seconds here and in CI (NVRTC needs no GPU). The long run is
+`python benchmarks/fuzz_lexer.py --minutes N`."""
+
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from conftest import ROOT
+from grader.directives import Scan, normalize
+
+
+@pytest.fixture(scope="module")
+def fuzz():
+    spec = importlib.util.spec_from_file_location("fuzz_lexer", ROOT / "benchmarks" / "fuzz_lexer.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_lexer"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["fuzz_lexer"]
+
+
+@pytest.fixture(scope="module")
+def canary(fuzz, tmp_path_factory):
+    return fuzz.Canary.create(tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_lexer_and_nvrtc_agree_on_seeded_soups(fuzz, canary, seed):
+    report = fuzz.fuzz(seed, canary, soups=60, shrink=False)
+    assert report.disagreements == []
+    assert report.soups == 60 and report.accepted > 0 and report.canaries_compared > 0
+
+
+def test_the_judge_sees_a_lexer_that_disagrees(fuzz, canary, monkeypatch):
+    # A lexer that sees no directive and refuses nothing: NVRTC's canaries and include show it up.
+    monkeypatch.setattr(fuzz, "scan", lambda text: Scan(normalized=normalize(text)))
+    assert fuzz.judge("int x;\n#warning CANARY_1 ;\n", canary).kind == "nvrtc_only"
+    verdict = fuzz.judge(f'#include "{canary.path}"\n', canary)
+    assert (verdict.kind, verdict.detail) == ("include", "read the canary file")
+
+
+def test_the_judge_ignores_canaries_in_skipped_groups_and_after_nvrtc_stops(fuzz, canary):
+    text = "#if 0\n#warning CANARY_1 ;\n#endif\n#warning CANARY_2 ;\n#error stop\n#warning CANARY_3 ;\n"
+    verdict = fuzz.judge(text, canary)
+    assert verdict.kind is None and verdict.compared == 1 and verdict.cut_short
+
+
+def test_minimize_keeps_the_disagreement(fuzz, canary, monkeypatch):
+    monkeypatch.setattr(fuzz, "scan", lambda text: Scan(normalized=normalize(text)))
+    pieces = ["int x;", "\n", "/* a */", "\n#warning CANARY_1 ;", "\n", "y"]
+    assert "".join(fuzz.minimize(pieces, "nvrtc_only", canary)) == "\n#warning CANARY_1 ;"
+
+
+def test_script_writes_its_report(fuzz, tmp_path):
+    out = tmp_path / "fuzz.json"
+    assert fuzz.main(["--minutes", "0.02", "--seed", "7", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["soups"] > 0 and report["disagreements"] == [] and report["seeds"][0] == 7
