@@ -60,6 +60,7 @@ from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
 from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, safe_source_name
+from grader.text import printable
 from grader.worker import read_capped
 
 EXIT_INCOMPLETE = 4
@@ -339,7 +340,7 @@ def batch_main(argv: list[str]) -> int:
     if args.shard:
         items = shard(items, k, n)
     if args.format == "gradescope" and len(items) != 1:
-        found = ", ".join(gb.printable(it.id, 40) for it in items[:5]) or "none"
+        found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         message = f"--format gradescope grades one submission; {len(items)} found ({found})"
         gb.write_json(Path(args.out) / "results.json", gb.gradescope_refusal(
             f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
@@ -407,7 +408,7 @@ def batch_main(argv: list[str]) -> int:
         complete = False
     except WorkerStartError as err:
         complete = False
-        print(f"grade batch: {err}; the batch stopped (rows so far are kept: fix the install and run again)",
+        print(f"grade batch: {printable(str(err), None)}; the batch stopped (rows so far are kept: fix the install and run again)",
               file=sys.stderr)
     finally:
         for s, h in old.items():
@@ -463,7 +464,7 @@ def merge_main(argv: list[str]) -> int:
 
 
 def _usage(message: str) -> int:
-    print(f"grade batch: {message}", file=sys.stderr)
+    print(f"grade batch: {printable(message, None)}", file=sys.stderr)
     return EXIT_INPUT
 
 

@@ -22,6 +22,7 @@ import sys
 
 from grader import exercise
 from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+from grader.text import printable
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU}
@@ -129,7 +130,7 @@ def _main(argv: list[str]) -> int:
     try:
         report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
     except GraderError as err:
-        print(f"grade: {err}", file=sys.stderr)
+        print(f"grade: {printable(str(err), None)}", file=sys.stderr)
         if args.format == "gradescope":
             _emit(json.dumps(gradescope_refusal(str(err)), indent=2))
         elif args.format == "json":

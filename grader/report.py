@@ -15,6 +15,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.contract import Contract
 from grader.device import GpuInfo
+from grader.text import printable_lines
 from grader.verify import Verification
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu"]
@@ -103,7 +104,9 @@ class GradeReport(BaseModel):
 
 
 def render_text(r: GradeReport) -> str:
-    """The human report: header, byte model, compile, verification, table, verdict, hints and flags."""
+    """The human report: header, byte model, compile, verification, table, verdict, hints and flags.
+    Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source excerpts
+    may hold escape sequences."""
     out = [f"{r.file}: {r.kernel}"]
     if r.gpu:
         g = r.gpu
@@ -144,4 +147,4 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Flag ({f.kind}): {f.message} [yours: {f.student}; measured: {f.grader}]")
     for h in r.hints:
         out.append(f"Hint: {h}")
-    return "\n".join(out)
+    return printable_lines("\n".join(out))

@@ -1,0 +1,75 @@
+"""Hostile inputs that are not include bypasses (issue 8, part 4): inputs that made the grader slow or
+memory-hungry, names that broke ids or options, text that reached a terminal or a markdown file unescaped,
+files that could not be read, numbers written in forms C would not accept, and non-finite numbers in JSON.
+No GPU needed."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from grader import gradebook as gb, pool
+from grader.cli import main
+from grader.report import GradeReport, render_text
+from grader.text import markdown_cell, printable, printable_lines
+
+from conftest import SUBMISSIONS
+
+GOLD = (SUBMISSIONS / "gold_float4.cu").read_text()
+CONTROL = ("\x1b", "\x07", "\x9b", "\r")
+
+
+def no_control(text: str) -> bool:
+    return not any(c in text for c in CONTROL)
+
+
+# --- escaping: one helper (grader.text) for everything shown ------------------------------------------
+def test_printable_escapes_control_and_format_characters():
+    assert printable("a\x1b[2J\x07\u202eb\udcff\nc", None) == "a\\x1b[2J\\x07\\u202eb\\udcff\\nc"
+    assert printable("x" * 100, 10) == "xxxxxxx..."
+    assert printable_lines("\tint a;\n\x1b]0;title\x07") == "\tint a;\n\\x1b]0;title\\x07"
+
+
+def test_markdown_cell_carries_no_html_and_no_markup():
+    cell = markdown_cell('<img src=x onerror="alert(1)"> | [a](http://x) `c` & \\', None)
+    assert "<" not in cell and ">" not in cell and "&lt;img" in cell
+    assert "\\|" in cell and "\\[a\\](http://x)" in cell and "\\`c\\`" in cell and "&amp;" in cell
+
+
+def test_progress_line_off_a_terminal_escapes_names():
+    stream = io.StringIO()
+    p = pool.Progress(total=1, already=0, slots=1, quiet=False, stream=stream)
+    p.done = 1
+    p.update(["\x1b]0;owned\x07"], 0, finished="\x1b[2Jevil\x1b[31m: error")
+    assert no_control(stream.getvalue()) and "\\x1b[2Jevil" in stream.getvalue()
+
+
+def test_summary_markdown_carries_no_raw_html():
+    report = GradeReport(file="s.cu", verdict="error", stage="input", reason="<script>alert(1)</script>")
+    row = gb.make_result(id="<img src=x onerror=alert(1)>", path="p", key="k", sha256=None, report=report,
+                         grader_version="t")
+    md = gb.summary_markdown(gb.build_gradebook([row], "t", {}))
+    assert "<img" not in md and "<script" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+
+
+def test_text_report_escapes_what_the_student_controls():
+    report = GradeReport(file="\x1b]0;t\x07.cu", verdict="error", stage="compile", reason="s.cu: compile error",
+                         details='s.cu:3: error: x\n    const char* s = "\x1b[2J\x1b[H";\n\t^')
+    text = render_text(report)
+    assert no_control(text) and '"\\x1b[2J\\x1b[H"' in text and "\t^" in text
+
+
+def test_compile_excerpt_with_escapes_reaches_the_terminal_escaped(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text(GOLD + '\nint broken = "\x1b[2J\x1b]0;owned\x07" + ;\n')
+    main([str(p)])
+    out, err = capsys.readouterr()
+    assert "error" in out and no_control(out + err)
+
+
+def test_input_error_message_is_escaped_on_stderr(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text("// Grade: block = 256 \x1b]0;owned\x07\n" + GOLD)
+    assert main([str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a `// grade:` line" in err and no_control(err)
