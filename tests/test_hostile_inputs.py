@@ -73,3 +73,52 @@ def test_input_error_message_is_escaped_on_stderr(tmp_path, capsys):
     assert main([str(p)]) == 2
     err = capsys.readouterr().err
     assert "looks like a `// grade:` line" in err and no_control(err)
+
+
+# --- the claim and row parsers are linear ------------------------------------------------------------
+def _fast(fn, seconds: float = 1.0):
+    import time
+
+    t = time.perf_counter()
+    out = fn()
+    assert time.perf_counter() - t < seconds, f"took {time.perf_counter() - t:.1f} s"
+    return out
+
+
+def test_a_claim_of_60000_digits_parses_in_linear_time():
+    from grader.contract import parse_claim
+
+    assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + " of the floor")).fraction is None
+    assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + "x%")).fraction is None
+    assert _fast(lambda: parse_claim("9" * 60_000 + " percent")).fraction == float("inf")
+    assert _fast(lambda: parse_claim("1." * 30_000)).fraction is None
+
+
+def test_a_long_row_parses_in_linear_time_and_its_flags_too():
+    from grader.contract import parse_row
+    from grader.flags import byte_count_flags
+
+    for raw in ("biasGeluFused 1 2 0.5 " + "9" * 60_000 + "x", "biasGeluFused | 1 | 2 | 0.5 | " + "9" * 60_000 + "x",
+                "v | 1 | 2 | 0.5 | 1." + "0" * 60_000, "v | 1 | 2 | 0.5 | " + "1e" * 30_000):
+        row = _fast(lambda: parse_row(raw))
+        flags = _fast(lambda: byte_count_flags(row, None, rows=100, cols=1024, floor_gbs=4000.0,
+                                               measured_gbs=3000.0, measured_ms=1.0))
+        assert all(len(f.message) < 2000 for f in flags)
+
+
+def test_claim_fraction_at_the_end_of_a_sentence():
+    from grader.contract import parse_claim
+
+    assert parse_claim("It reached 0.93.").fraction == 0.93
+    assert parse_claim("It reached 0.93... of it").fraction == 0.93
+    assert parse_claim("It reached 93.5 % of the copy").fraction == 0.935
+    assert parse_claim("version 1.2.3 is fast").fraction is None
+
+
+def test_numbers_in_the_row_and_claim_are_ascii_decimal():
+    from grader.contract import parse_claim, parse_row
+
+    assert parse_claim("It reached \uff10.\uff19\uff13 of the floor").fraction is None  # full-width digits
+    assert parse_row("v | \uff11 | 2 | 0.5 | 100").problem == "kernels '\uff11' is not a number"
+    assert parse_row("v | 1 | 2 | 0.5 | 1_000").problem == "gbs '1_000' is not a number"
+    assert parse_row("v | 1 | 2 | 0.5 | 1e3").gbs == 1000.0
