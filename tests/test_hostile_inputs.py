@@ -122,3 +122,29 @@ def test_numbers_in_the_row_and_claim_are_ascii_decimal():
     assert parse_row("v | \uff11 | 2 | 0.5 | 100").problem == "kernels '\uff11' is not a number"
     assert parse_row("v | 1 | 2 | 0.5 | 1_000").problem == "gbs '1_000' is not a number"
     assert parse_row("v | 1 | 2 | 0.5 | 1e3").gbs == 1000.0
+
+
+# --- the source-signature scan is linear -------------------------------------------------------------
+REAL_SIGNATURE = ["const float* __restrict__ x", "const float* __restrict__ bias", "float* __restrict__ out",
+                  "size_t cols"]
+
+
+def test_signature_scan_is_linear_in_copies_of_the_header():
+    from grader.signature import source_signature
+
+    # NVRTC skips `#if 0L`; the scan keeps both branches of any conditional but `#if 0` / `#if 1` (33 s before)
+    unclosed = "#if 0L\n" + "__global__ void biasGeluFused(\n" * 4000 + "#endif\n" + GOLD
+    assert _fast(lambda: source_signature(unclosed, "biasGeluFused")) == REAL_SIGNATURE
+    copies = "#ifdef NEVER\n" + "__global__ void biasGeluFused(float* x)\n" * 4000 + "#endif\n" + GOLD
+    assert _fast(lambda: source_signature(copies, "biasGeluFused")) is None  # the definitions disagree
+    nested = "__global__ void biasGeluFused(" * 8000 + ")" * 8000 + "{}\n" + GOLD
+    _fast(lambda: source_signature(nested, "biasGeluFused"))
+    no_end = "__global__ void biasGeluFused(int a) " * 6000 + GOLD
+    _fast(lambda: source_signature(no_end, "biasGeluFused"))
+
+
+def test_signature_scan_is_linear_in_nested_conditionals():
+    from grader.signature import source_signature
+
+    deep = "#if 1\n" * 20_000 + "int a;\n" * 30_000 + "#endif\n" * 20_000 + GOLD
+    assert _fast(lambda: source_signature(deep, "biasGeluFused")) == REAL_SIGNATURE
