@@ -24,7 +24,8 @@ SCHEMA_VERSION = 1
 
 class CompileSummary(BaseModel):
     """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings about
-    the submission's file, and the compile log itself (ptxas -v, capped)."""
+    the submission's file (capped; `warnings_dropped` counts those left out), and the compile log itself
+    (ptxas -v, capped)."""
 
     arch: str
     registers: int | None = None
@@ -32,6 +33,7 @@ class CompileSummary(BaseModel):
     spill_loads: int | None = None
     stack_frame: int | None = None
     warnings: list[str] = []
+    warnings_dropped: int = 0
     log: str = ""
 
 

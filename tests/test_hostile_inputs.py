@@ -148,3 +148,54 @@ def test_signature_scan_is_linear_in_nested_conditionals():
 
     deep = "#if 1\n" * 20_000 + "int a;\n" * 30_000 + "#endif\n" * 20_000 + GOLD
     assert _fast(lambda: source_signature(deep, "biasGeluFused")) == REAL_SIGNATURE
+
+
+# --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
+def _compile(text: str, name: str = "s.cu"):
+    from grader import exercise
+    from grader.compile import compile_kernels
+    from grader.source import prepare_for_nvrtc
+
+    return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
+
+
+def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
+    from grader import compile as c
+    from grader.grade import grade_file
+
+    decls = " ".join(f"int a{i};" for i in range(3000))  # 3,000 unused variables on one 30 KB line
+    text = GOLD + "\n__global__ void extra() { " + decls + " }\n"
+    compiled = _compile(text)
+    shown = [w for w in compiled.warnings if ": warning #177-D:" in w]
+    assert 0 < len(shown) <= c.MAX_DIAGNOSTICS and compiled.warnings_dropped == 3000 - len(shown)
+    assert sum(map(len, compiled.warnings)) <= c.MAX_DIAGNOSTIC_CHARS
+    p = tmp_path / "s.cu"
+    p.write_text(text)
+    report = grade_file(str(p))
+    assert report.compile.warnings_dropped == 3000 - len(shown)
+    assert len(report.model_dump_json()) < 100_000  # was 143 MB
+
+
+def test_a_long_error_log_is_capped_too():
+    from grader.errors import SubmissionError
+    import pytest
+
+    text = GOLD + "\n" + "".join(f"int e{i} = ;\n" for i in range(500))
+    with pytest.raises(SubmissionError) as err:
+        _compile(text)
+    assert "more errors not shown" in err.value.details and len(err.value.details) < 20_000
+
+
+def test_ptxas_errors_are_shown():
+    from grader.errors import SubmissionError
+    import pytest
+
+    for extra, said in [("__constant__ float big[20000];\n__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
+                         "too much global constant data"),
+                        ("__global__ void sh(float* o) { __shared__ float s[60000]; s[threadIdx.x] = 1; "
+                         "__syncthreads(); o[0] = s[threadIdx.x + 1]; }\n", "too much shared data")]:
+        with pytest.raises(SubmissionError) as err:
+            _compile(GOLD + extra)
+        assert "no diagnostic" not in err.value.details
+        assert "ptxas error" in err.value.details and said in err.value.details
+        assert "ptxas" in str(err.value)
