@@ -83,6 +83,8 @@ def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -
     """
     from cuda.core import Program, ProgramOptions
 
+    if name.startswith("-"):  # NVRTC would read the program's name as an option
+        name = "_" + name
     options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True)
     program = Program(text, "c++", options)
     log = io.StringIO()

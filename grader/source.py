@@ -110,6 +110,8 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
 
 
 def safe_source_name(name: str) -> str:
-    """`name` with every character but letters, digits and `._+-` replaced by `_`, at most 100 characters:
-    the name NVRTC reports in diagnostics and the one written into the `#line` directive."""
-    return _UNSAFE_NAME.sub("_", name)[:100] or "submission.cu"
+    """`name` with every character but letters, digits and `._+-` replaced by `_`, and a leading `-` too
+    (NVRTC would read `-gold.cu` as an option), at most 100 characters: the name NVRTC reports in
+    diagnostics and the one written into the `#line` directive."""
+    safe = _UNSAFE_NAME.sub("_", name)[:100] or "submission.cu"
+    return "_" + safe[1:] if safe.startswith("-") else safe

@@ -199,3 +199,17 @@ def test_ptxas_errors_are_shown():
         assert "no diagnostic" not in err.value.details
         assert "ptxas error" in err.value.details and said in err.value.details
         assert "ptxas" in str(err.value)
+
+
+def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
+    from grader.source import read_submission, safe_source_name
+
+    assert not safe_source_name("-gold.cu").startswith("-") and not safe_source_name("--x").startswith("-")
+    p = tmp_path / "-gold.cu"
+    p.write_text(GOLD)
+    sub = read_submission(p)
+    assert not sub.name.startswith("-")
+    _compile(GOLD, sub.name)
+    code = main([str(p), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["stage"] != "compile" and code in (0, 1, 3)
