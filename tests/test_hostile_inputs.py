@@ -213,3 +213,65 @@ def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
     code = main([str(p), "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert report["stage"] != "compile" and code in (0, 1, 3)
+
+
+# --- files and folders that cannot be read -------------------------------------------------------------
+def _deny(monkeypatch, path, fn_name: str, module):
+    """Make module.fn_name raise PermissionError for `path` (tests run as root: chmod 000 does not stop it)."""
+    real = getattr(module, fn_name)
+
+    def denied(p, *args, **kwargs):
+        if str(p) == str(path):
+            raise PermissionError(13, "Permission denied", str(p))
+        return real(p, *args, **kwargs)
+
+    monkeypatch.setattr(module, fn_name, denied)
+
+
+def test_an_unreadable_file_is_an_input_error_with_a_report(tmp_path, monkeypatch, capsys):
+    import pathlib
+
+    p = tmp_path / "s.cu"
+    p.write_text(GOLD)
+    _deny(monkeypatch, p, "open", pathlib.Path)
+    assert main([str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert "s.cu: cannot be read (Permission denied)" in err and "Traceback" not in err
+    assert main([str(p), "--format", "json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["stage"] == "input" and "cannot be read" in report["reason"]
+    assert main([str(p), "--format", "gradescope"]) == 2
+    assert "cannot be read" in json.loads(capsys.readouterr().out)["output"]
+
+
+def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
+    import os
+
+    from grader.worker import Channel, grade_job
+
+    monkeypatch.chdir(tmp_path)
+    r, w = os.pipe()
+    job = {"path": str(tmp_path / "gone.cu"), "sha256": "0" * 64, "name": "gone.cu", "display": "class/gone.cu"}
+    grade_job(job, Channel(w))
+    os.close(w)
+    with os.fdopen(r) as f:
+        result = [json.loads(line) for line in f if '"result"' in line][0]["report"]
+    assert result["stage"] == "input" and "was removed while the batch was running" in result["reason"]
+    assert "please report it" not in result["reason"]
+
+
+# --- UTF-16 and UTF-32 sources ---------------------------------------------------------------------------
+def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
+    from grader.errors import InputError
+    from grader.source import decode_source
+    import pytest
+
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
+        with pytest.raises(InputError) as err:
+            decode_source(GOLD.encode(encoding), "s.cu")
+        assert "save the file as UTF-8" in str(err.value) and "binary" not in str(err.value), encoding
+    with pytest.raises(InputError, match="binary"):
+        decode_source(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "s.cu")
+    p = tmp_path / "s.cu"
+    p.write_bytes(GOLD.encode("utf-16"))
+    assert main([str(p)]) == 2 and "UTF-16" in capsys.readouterr().err
