@@ -215,6 +215,30 @@ def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
     assert report["stage"] != "compile" and code in (0, 1, 3)
 
 
+# --- batch ids are distinct whatever the names ---------------------------------------------------------
+def _class(tmp_path, files: dict[str, str]):
+    cls = tmp_path / "class"
+    for name, content in files.items():
+        p = cls / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content)
+    return cls
+
+
+def test_batch_ids_are_distinct_when_a_name_looks_like_a_suffixed_id(tmp_path):
+    from grader import batch
+
+    cls = _class(tmp_path, {"y.cu": GOLD, "y/a.cu": GOLD, "y~2/b.cu": GOLD, "y~3.cu": GOLD, "z/y.cu": GOLD})
+    items = batch.discover([str(cls), str(cls / "z" / "y.cu")])
+    ids = [it.id for it in items]
+    assert len(ids) == len(set(ids)) == 6
+    assert {"y", "y~2", "y~3"} <= set(ids)
+    assert next(it for it in items if it.id == "y~2").path.endswith("y~2/b.cu")  # a real name keeps its id
+    rows = [gb.make_result(id=it.id, path=it.path, key=it.id, sha256=None, grader_version="t",
+                           report=GradeReport(file=it.path, verdict="error", reason="r")) for it in items]
+    assert len(gb.latest_by_id(rows)) == 6  # grade merge keeps every student
+
+
 # --- files and folders that cannot be read -------------------------------------------------------------
 def _deny(monkeypatch, path, fn_name: str, module):
     """Make module.fn_name raise PermissionError for `path` (tests run as root: chmod 000 does not stop it)."""
@@ -242,6 +266,23 @@ def test_an_unreadable_file_is_an_input_error_with_a_report(tmp_path, monkeypatc
     assert report["stage"] == "input" and "cannot be read" in report["reason"]
     assert main([str(p), "--format", "gradescope"]) == 2
     assert "cannot be read" in json.loads(capsys.readouterr().out)["output"]
+
+
+def test_a_folder_that_cannot_be_listed_is_said_so(tmp_path, monkeypatch):
+    import os
+
+    from grader import batch
+
+    cls = _class(tmp_path, {"alice/k.cu": GOLD, "bob/src/k.cu": GOLD, "carol/k.cu": GOLD})
+    _deny(monkeypatch, cls / "alice", "scandir", os)
+    _deny(monkeypatch, cls / "bob" / "src", "scandir", os)
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    assert "cannot be read (Permission denied)" in items["alice"].problem
+    assert "cannot be read (Permission denied)" in items["bob"].problem and "src" in items["bob"].problem
+    assert items["carol"].problem is None
+    _deny(monkeypatch, cls, "iterdir", type(cls))
+    items = batch.discover([str(cls)])
+    assert len(items) == 1 and "cannot be read (Permission denied)" in items[0].problem
 
 
 def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
