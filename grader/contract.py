@@ -59,6 +59,7 @@ _PERCENT = re.compile(r"\s*(?:%|percent)")
 _DECIMAL = re.compile(r"[0-9]*\.[0-9]+")
 _WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ASCII_WHOLE = re.compile(r"[0-9]+")
+_DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
 
 
 class StudentRow(BaseModel):
@@ -203,12 +204,15 @@ def _parse_field(key: str, value: str, fields: dict[str, object]) -> None:
 
 
 def _int_in(value: str, lo: int, hi: int) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a whole number") from None
+    """`value` as a whole number in lo..hi. Only what C reads as the same decimal number is accepted: ASCII
+    digits 0-9, no leading zero (C reads 0256 as octal), no sign, `_`, hex or other digit characters
+    (Python's int() would take `2_56` and full-width digits). Raises ValueError saying so."""
+    if not _DECIMAL_WHOLE.fullmatch(value):
+        raise ValueError(f"{_short(value)!r} is not a decimal whole number; write it with the digits 0-9 "
+                         "(no sign, `_`, hex `0x`, leading zero or other digit characters)")
+    n = int(value) if len(value) <= 18 else hi + 1  # int() refuses more than 4300 digits
     if not lo <= n <= hi:
-        raise ValueError(f"{n} is outside {lo}..{hi}")
+        raise ValueError(f"{_short(value)} is outside {lo}..{hi}")
     return n
 
 

@@ -316,3 +316,19 @@ def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
     p = tmp_path / "s.cu"
     p.write_bytes(GOLD.encode("utf-16"))
     assert main([str(p)]) == 2 and "UTF-16" in capsys.readouterr().err
+
+
+# --- whole numbers in the // grade: block are ASCII decimal, as C reads them ------------------------------
+def test_grade_block_numbers_are_ascii_decimal_only():
+    import pytest
+
+    from grader.contract import parse_contract
+    from grader.errors import InputError
+
+    assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
+                          "s.cu").stride_blocks == 1024
+    for line in ("block = 2_56", "block = \uff12\uff15\uff16", "block = 0x100", "block = 0256", "block = +256",
+                 "elems_per_thread = \u0664", "grid = stride 1_024", "block = 256.0"):
+        with pytest.raises(InputError) as err:
+            parse_contract(f"// grade: {line}\n", "s.cu")
+        assert "decimal" in str(err.value) and "digits 0-9" in str(err.value), line
