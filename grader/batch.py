@@ -7,6 +7,7 @@
 
 Submissions: a PATH that is a file is one submission (id: the file's stem); a folder holds one submission
 per `.cu` file (id: the stem) or per student folder holding exactly one `.cu` file (id: the folder's name).
+Ids are made distinct with `~2`, `~3`, ... (unique_ids).
 Links are followed only inside the folder given (or, for a file given directly, inside its folder): a link
 pointing elsewhere is refused before anything is read.
 
@@ -64,6 +65,7 @@ from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
 from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, safe_source_name
+from grader.text import printable
 from grader.worker import read_capped
 
 EXIT_INCOMPLETE = 4
@@ -100,41 +102,72 @@ class Item:
 
 
 def discover(paths: list[str]) -> list[Item]:
-    """The submissions under `paths` (module docstring), sorted by id; ids made unique with `~2`, `~3`.
+    """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids).
 
     Never raises for a bad path: a missing path, a link pointing outside, a folder without exactly one .cu
-    file, a file that is not a regular file or is over the size cap each become an Item with `problem` set.
+    file or that cannot be read, a file that is not a regular file or is over the size cap each become an
+    Item with `problem` set.
     """
     items: list[Item] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists() and not p.is_symlink():
-            items.append(Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder"))
-        elif p.is_symlink() and not _inside(p.resolve(), p.parent.resolve()):
-            # `grade batch uploads/*` names each upload: a link there is as hostile as one inside a folder
-            items.append(Item(id=p.stem or raw, path=raw, problem=_outside_link(raw, p.parent.resolve())
-                              + " (give the real path to grade it)"))
-        elif p.is_dir():
-            root = p.resolve()
-            for entry in sorted(p.iterdir()):
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir():
-                    if entry.is_symlink() and not _inside(entry.resolve(), root):
-                        items.append(Item(id=entry.name, path=str(entry), problem=_outside_link(entry, root)))
-                    else:
-                        items.append(_student_folder(entry, root))
-                elif entry.name.lower().endswith(".cu"):
-                    items.append(_file_item(entry, entry.stem, root))
-        else:
-            items.append(_file_item(p, p.stem, p.parent.resolve()))
-    seen: dict[str, int] = {}
-    for it in items:
-        n = seen.get(it.id, 0) + 1
-        seen[it.id] = n
-        if n > 1:
-            it.id = f"{it.id}~{n}"
+        try:
+            items.extend(_discover_path(p, raw))
+        except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
+            items.append(Item(id=p.stem or raw, path=raw, problem=_unreadable(raw, err)))
+    unique_ids(items)
     return sorted(items, key=lambda it: it.id)
+
+
+def _discover_path(p: Path, raw: str) -> list[Item]:
+    """The items of one PATH given to `grade batch` (discover). Raises OSError when it cannot be read."""
+    if not p.exists() and not p.is_symlink():
+        return [Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder")]
+    if p.is_symlink() and not _inside(p.resolve(), p.parent.resolve()):
+        # `grade batch uploads/*` names each upload: a link there is as hostile as one inside a folder
+        return [Item(id=p.stem or raw, path=raw, problem=_outside_link(raw, p.parent.resolve())
+                     + " (give the real path to grade it)")]
+    if not p.is_dir():
+        return [_file_item(p, p.stem, p.parent.resolve())]
+    items = []
+    root = p.resolve()
+    for entry in sorted(p.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            if entry.is_symlink() and not _inside(entry.resolve(), root):
+                items.append(Item(id=entry.name, path=str(entry), problem=_outside_link(entry, root)))
+            else:
+                items.append(_student_folder(entry, root))
+        elif entry.name.lower().endswith(".cu"):
+            items.append(_file_item(entry, entry.stem, root))
+    return items
+
+
+def unique_ids(items: list[Item]) -> None:
+    """Give every item a distinct id, in place: the first item of an id keeps it, the next ones get `~2`,
+    `~3`, ... skipping every suffixed id that an item already has as its own name (`y/`, `y.cu` and `y~2/`
+    become y, y~3 and y~2), so no two rows share an id and `grade merge` keeps every student."""
+    taken = {it.id for it in items}
+    next_suffix: dict[str, int] = {}
+    seen: set[str] = set()
+    for it in items:
+        if it.id in seen:
+            n = next_suffix.get(it.id, 2)
+            while f"{it.id}~{n}" in taken:
+                n += 1
+            next_suffix[it.id] = n + 1
+            it.id = f"{it.id}~{n}"
+            taken.add(it.id)
+        seen.add(it.id)
+
+
+def _unreadable(shown: str | Path, err: OSError) -> str:
+    """The problem of a file or folder the batch cannot read (`err` from the operating system)."""
+    where = err.filename if err.filename and str(err.filename) != str(shown) else None
+    inside = f" (at {where})" if where else ""
+    return (f"{shown}: cannot be read ({err.strerror or err}){inside}; check its permissions (the grader must "
+            "be able to list a student folder and read its .cu file)")
 
 
 def _inside(real: Path, root: Path) -> bool:
@@ -148,10 +181,12 @@ def _outside_link(shown: str | Path, root: Path) -> str:
 
 def _student_folder(folder: Path, root: Path) -> Item:
     """The one .cu file under `folder` (searched without entering linked folders or hidden ones)."""
-    found = []
-    for here, dirs, files in os.walk(folder):
+    found, errors = [], []
+    for here, dirs, files in os.walk(folder, onerror=errors.append):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found.extend(Path(here) / f for f in sorted(files) if f.lower().endswith(".cu") and not f.startswith("."))
+    if errors:  # a folder that cannot be listed may hide the .cu file, or a second one
+        return Item(id=folder.name, path=str(folder), problem=_unreadable(folder, errors[0]))
     if len(found) != 1:
         listing = ", ".join(str(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
         what = "no .cu file" if not found else f"{len(found)} .cu files ({listing}); expected one"
@@ -174,7 +209,7 @@ def _file_item(p: Path, id: str, root: Path) -> Item:
     try:
         st = real.stat()
     except OSError as err:
-        item.problem = f"{p}: cannot be read ({err.strerror})"
+        item.problem = _unreadable(p, err)
         return item
     if real.is_dir():
         item.problem = f"{p}: is a folder, not a .cu file"
@@ -188,7 +223,7 @@ def _file_item(p: Path, id: str, root: Path) -> Item:
     try:
         raw = read_capped(real)
     except OSError as err:
-        item.problem = f"{p}: cannot be read ({err.strerror})"
+        item.problem = _unreadable(p, err)
         return item
     item.real, item.sha256 = real, hashlib.sha256(raw).hexdigest()
     name = safe_source_name(p.name)
@@ -347,7 +382,7 @@ def batch_main(argv: list[str]) -> int:
     if args.shard:
         items = shard(items, k, n)
     if args.format == "gradescope" and len(items) != 1:
-        found = ", ".join(gb.printable(it.id, 40) for it in items[:5]) or "none"
+        found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         message = f"--format gradescope grades one submission; {len(items)} found ({found})"
         gb.write_json(Path(args.out) / "results.json", gb.gradescope_refusal(
             f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
@@ -423,7 +458,7 @@ def batch_main(argv: list[str]) -> int:
         complete = False
     except WorkerStartError as err:
         complete = False
-        print(f"grade batch: {err}; the batch stopped (rows so far are kept: fix the install and run again)",
+        print(f"grade batch: {printable(str(err), None)}; the batch stopped (rows so far are kept: fix the install and run again)",
               file=sys.stderr)
     finally:
         for s, h in old.items():
@@ -480,7 +515,7 @@ def merge_main(argv: list[str]) -> int:
 
 
 def _usage(message: str) -> int:
-    print(f"grade batch: {message}", file=sys.stderr)
+    print(f"grade batch: {printable(message, None)}", file=sys.stderr)
     return EXIT_INPUT
 
 

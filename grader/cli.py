@@ -22,6 +22,7 @@ import sys
 
 from grader import exercise
 from grader.errors import EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+from grader.text import printable
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU, "busy": EXIT_BUSY}
@@ -167,7 +168,7 @@ def _main(argv: list[str]) -> int:
         print("grade: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except GraderError as err:
-        print(f"grade: {err}", file=sys.stderr)
+        print(f"grade: {printable(str(err), None)}", file=sys.stderr)
         if args.format == "gradescope":
             _emit(json.dumps(gradescope_refusal(str(err)), indent=2))
         elif args.format == "json":

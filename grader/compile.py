@@ -23,10 +23,19 @@ DEFAULT_ARCH = "sm_90"
 
 MAX_LOG_CHARS = 16_000
 """Cap on the compile log kept and shown."""
+MAX_DIAGNOSTICS = 20
+"""Diagnostics of one kind (errors, warnings) kept, each with its source excerpt; the rest are counted."""
+MAX_DIAGNOSTIC_CHARS = 8_000
+"""Cap on the characters of the diagnostics kept of one kind (a 55 KB file made 3,000 warnings, each echoing
+a long source line: a 245 MB report)."""
+MAX_LINE_CHARS = 300
+"""Cap on one line of a diagnostic (an excerpt echoes a source line, however long)."""
 
 _DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warning|remark|catastrophic error)"
                    r"(?P<rest>[^\n]*)$", re.M)
 _OPEN_REFUSED = re.compile(r'(?:cannot|could not) open source file ("[^"\n]{0,200}"|<[^>\n]{0,200}>)')
+_PTXAS_ERROR = re.compile(r"^ptxas\s+(?:error|fatal)\s*:[^\n]*", re.M)
+"""ptxas's own errors (too much __constant__ or __shared__ data, ...): in the log without a file(line)."""
 _ENTRY = re.compile(r"^(?:\.(?:visible|weak)\s+)?\.entry\s+([\w$]+)\s*\((.*?)\)", re.M | re.S)
 _PTX_TYPE = re.compile(r"\.([busf](?:8|16|32|64|128)|pred)\b")
 _PTX_COUNT = re.compile(r"\[(\d+)\]\s*$")
@@ -57,7 +66,8 @@ class KernelInfo:
 @dataclass(frozen=True)
 class Compiled:
     """A compiled module: cubin bytes for `arch`, PTX text, the compile log (ptxas -v report), warnings about
-    the source file, and one KernelInfo per requested kernel name."""
+    the source file (at most MAX_DIAGNOSTICS; `warnings_dropped` counts the rest), and one KernelInfo per
+    requested kernel name."""
 
     arch: str
     cubin: bytes
@@ -65,6 +75,7 @@ class Compiled:
     log: str
     kernels: dict[str, KernelInfo]
     warnings: tuple[str, ...] = field(default=())
+    warnings_dropped: int = 0
 
 
 def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
@@ -82,6 +93,8 @@ def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -
 def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
     from cuda.core import Program, ProgramOptions
 
+    if name.startswith("-"):  # NVRTC would read the program's name as an option
+        name = "_" + name
     options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True)
     program = Program(text, "c++", options)
     log = io.StringIO()
@@ -89,15 +102,21 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
         obj = program.compile("cubin", name_expressions=kernels, logs=log)
     except Exception as err:  # NVRTCError: the log is in its message
         raw = str(err)
-        if "__nv_name_map" in raw and not _diagnostics(raw, name, "error"):
+        lines, dropped = _diagnostics(raw, name, "error")
+        if "__nv_name_map" in raw and not lines:
             raise SubmissionError("compile", _missing_kernel_message(text, name, kernels, arch)) from None
-        lines = _diagnostics(raw, name, "error") or ["(NVRTC gave no diagnostic for this file)"]
-        raise SubmissionError(
-            "compile", f"{name}: compile error", details=_cap("\n".join(lines))
-        ) from None
+        what = "compile error"
+        if not lines:  # ptxas's errors have no file(line): too much __constant__ or __shared__ data, ...
+            lines = [_cut(m.group()) for m in _PTXAS_ERROR.finditer(raw.replace("\x00", ""))][:MAX_DIAGNOSTICS]
+            what = ("ptxas (the assembler) refused the compiled code; its error is below (e.g. __constant__ "
+                    "data over 64 KiB, __shared__ data over a block's limit)") if lines else what
+        lines = (lines or ["(NVRTC gave no diagnostic for this file)"]) + (
+            [f"({dropped} more errors not shown)"] if dropped else [])
+        raise SubmissionError("compile", f"{name}: {what}", details=_cap("\n".join(lines))) from None
     ptx = _ptx_of(program)
     entries = dict(_entries(ptx))
     raw_log = log.getvalue()
+    warnings, warnings_dropped = _diagnostics(raw_log, name, "warning")
     infos = {}
     for kernel in kernels:
         mangled = obj.symbol_mapping[kernel]
@@ -114,7 +133,8 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
         ptx=ptx,
         log=_cap(raw_log),
         kernels=infos,
-        warnings=tuple(_diagnostics(raw_log, name, "warning")),
+        warnings=tuple(warnings),
+        warnings_dropped=warnings_dropped,
     )
 
 
@@ -182,24 +202,41 @@ def _demangled_base(mangled: str) -> str:
             return name
 
 
-def _diagnostics(log: str, name: str, kind: str) -> list[str]:
-    """`file:line: kind: message` lines (with the source excerpt NVRTC prints under each) for `name` only."""
-    out = []
-    lines = log.splitlines()
-    for i, line in enumerate(lines):
+def _diagnostics(log: str, name: str, kind: str) -> tuple[list[str], int]:
+    """`file:line: kind: message` lines (with the source excerpt NVRTC prints under each) for `name` only,
+    and how many such diagnostics were left out: MAX_DIAGNOSTICS are kept at most, within
+    MAX_DIAGNOSTIC_CHARS, each line cut to MAX_LINE_CHARS. One pass over the log's lines."""
+    out: list[str] = []
+    kept = dropped = chars = 0
+    excerpt = 0  # lines after a kept diagnostic that may be its excerpt (the source line and the caret)
+    for line in log.splitlines():
         m = _DIAG.match(line)
-        if not m or m.group("file") != name or not m.group("kind").endswith(kind):
+        if not m:
+            if excerpt and line.strip():
+                out.append(_cut(line))
+                chars += len(out[-1])
+            excerpt = max(0, excerpt - 1)
+            continue
+        excerpt = 0
+        if m.group("file") != name or not m.group("kind").endswith(kind):
             continue
         refused = _OPEN_REFUSED.search(m.group("rest"))
         if refused:  # an include that the sandbox (or a missing file) stopped: its name, never its content
-            out.append(f"{name}:{m.group('line')}: error: NVRTC may not open {refused.group(1)}: a submission "
-                       "can include no file (the grader's sandbox refused it); remove the #include")
+            entry = _cut(f"{name}:{m.group('line')}: error: NVRTC may not open {refused.group(1)}: a submission "
+                         "can include no file (the grader's sandbox refused it); remove the #include")
+        else:
+            entry = _cut(f"{name}:{m.group('line')}: {m.group('kind')}{m.group('rest')}")
+        if kept >= MAX_DIAGNOSTICS or chars + len(entry) + 2 * MAX_LINE_CHARS > MAX_DIAGNOSTIC_CHARS:
+            dropped += 1
             continue
-        out.append(f"{name}:{m.group('line')}: {m.group('kind')}{m.group('rest')}")
-        for follow in lines[i + 1 : i + 3]:
-            if follow.strip() and not _DIAG.match(follow):
-                out.append(follow)
-    return out
+        out.append(entry)
+        kept, chars, excerpt = kept + 1, chars + len(entry), 2
+    return out, dropped
+
+
+def _cut(line: str) -> str:
+    """`line` cut to MAX_LINE_CHARS with `...`."""
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 3] + "..."
 
 
 def _resources(log: str, mangled: str) -> dict[str, int | None]:

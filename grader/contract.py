@@ -49,7 +49,17 @@ _LOOKALIKE = re.compile(
     r"(?:(?P<colon>:)|(?:" + "|".join(KEYS) + r")\b[^\S\n]*=)",
     re.I,
 )
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+"""A number in the row: ASCII digits only (Python's float() would also take `1_000` and full-width
+digits, which C does not). Written so that no two ways match the same text: matching, searching and
+fullmatch stay linear in the length of a 60,000-digit row."""
+_RUN = re.compile(r"[0-9.]+")
+"""A maximal run of ASCII digits and points: the claim's candidate numbers (found in one linear pass)."""
+_PERCENT = re.compile(r"\s*(?:%|percent)")
+_DECIMAL = re.compile(r"[0-9]*\.[0-9]+")
+_WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_ASCII_WHOLE = re.compile(r"[0-9]+")
+_DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
 
 
 class StudentRow(BaseModel):
@@ -194,12 +204,15 @@ def _parse_field(key: str, value: str, fields: dict[str, object]) -> None:
 
 
 def _int_in(value: str, lo: int, hi: int) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a whole number") from None
+    """`value` as a whole number in lo..hi. Only what C reads as the same decimal number is accepted: ASCII
+    digits 0-9, no leading zero (C reads 0256 as octal), no sign, `_`, hex or other digit characters
+    (Python's int() would take `2_56` and full-width digits). Raises ValueError saying so."""
+    if not _DECIMAL_WHOLE.fullmatch(value):
+        raise ValueError(f"{_short(value)!r} is not a decimal whole number; write it with the digits 0-9 "
+                         "(no sign, `_`, hex `0x`, leading zero or other digit characters)")
+    n = int(value) if len(value) <= 18 else hi + 1  # int() refuses more than 4300 digits
     if not lo <= n <= hi:
-        raise ValueError(f"{n} is outside {lo}..{hi}")
+        raise ValueError(f"{_short(value)} is outside {lo}..{hi}")
     return n
 
 
@@ -221,7 +234,7 @@ def parse_row(value: str) -> StudentRow:
     else:
         tokens = value.split()
         numeric = 0
-        while numeric < len(tokens) and re.fullmatch(_NUMBER, tokens[-1 - numeric]):
+        while numeric < len(tokens) and NUMBER.fullmatch(tokens[-1 - numeric]):
             numeric += 1
         numeric = min(numeric, 5)
         parts = [" ".join(tokens[: len(tokens) - numeric])] + tokens[len(tokens) - numeric :]
@@ -233,37 +246,44 @@ def parse_row(value: str) -> StudentRow:
         return row
     row.version = parts[0] or None
     problems = []
-    for name, text, conv in zip(
-        ("kernels", "floats_per_elem", "ms", "gbs", "x_copy"),
-        parts[1:],
-        (int, float, float, float, float),
-    ):
+    for name, text in zip(("kernels", "floats_per_elem", "ms", "gbs", "x_copy"), parts[1:]):
+        pattern = _ASCII_WHOLE if name == "kernels" else NUMBER
         try:
-            number = conv(text)
+            if not pattern.fullmatch(text):
+                raise ValueError
+            number = int(text) if name == "kernels" else float(text)
             if not math.isfinite(number) or number < 0:
                 raise ValueError
             setattr(row, name, number)
-        except ValueError:
-            problems.append(f"{name} {text!r} is not a number")
+        except ValueError:  # also int() of more than 4300 digits
+            problems.append(f"{name} {_short(text)!r} is not a number")
     if problems:
         row.problem = "; ".join(problems)
     return row
 
 
 def parse_claim(value: str) -> StudentClaim:
-    """Parse the student's sentence; the stated fraction is the first 'NN%' (divided by 100), else the first
-    decimal number between 0 and 2 written with a point (e.g. 0.93)."""
+    """Parse the student's sentence; the stated fraction is the first 'NN%' or 'NN percent' (divided by
+    100), else the first decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's
+    closing period is not part of it). Numbers are ASCII digits; a run such as 1.2.3 is no number. Linear
+    in the length of the sentence: each run of digits and points is looked at once."""
     claim = StudentClaim(raw=value)
-    pct = re.search(r"(\d+(?:\.\d+)?)\s*(?:%|percent)", value)
-    if pct:
-        claim.fraction = float(pct.group(1)) / 100
-        return claim
-    for m in re.finditer(r"(?<![\d.])(\d*\.\d+)(?![\d.])", value):
-        f = float(m.group(1))
-        if 0 <= f <= 2:
-            claim.fraction = f
+    runs = list(_RUN.finditer(value))
+    for m in runs:
+        if _WHOLE_OR_DECIMAL.fullmatch(m.group()) and _PERCENT.match(value, m.end()):
+            claim.fraction = float(m.group()) / 100
+            return claim
+    for m in runs:
+        number = m.group().rstrip(".")
+        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2:
+            claim.fraction = float(number)
             break
     return claim
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """`text` cut to `limit` characters with `...` (a field quoted in a message)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def plan_launch(c: Contract, rows: int, cols: int, sm_count: int, threads_per_sm: int) -> LaunchPlan:

@@ -4,8 +4,8 @@ Exit codes of `grade` (README, "Exit codes"):
   0  graded: gold or silver
   1  graded: fail (wrong output or too slow), or error (the submission could not be run: compile error,
      refused include, kernel missing, parameter list mismatch, fault or hang on the GPU)
-  2  input or usage error: the grader was not given something it can read (missing file, empty, binary,
-     not UTF-8, too large, malformed `// grade:` block, bad option)
+  2  input or usage error: the grader was not given something it can read (missing file, unreadable,
+     empty, binary, UTF-16 or UTF-32, not UTF-8, too large, malformed `// grade:` block, bad option)
   3  no GPU: every check that needs no GPU ran and passed; verification and timing need one
   5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, or timings
      a quiet GPU would not give); run again

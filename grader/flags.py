@@ -20,7 +20,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from grader import exercise
-from grader.contract import StudentClaim, StudentRow
+from grader.contract import NUMBER, StudentClaim, StudentRow
 from grader.report import Flag
 
 PAGE_ROWS, PAGE_COLS = 16384, 1024
@@ -41,8 +41,6 @@ GBS_SLACK = 0.01
 student's number comes from another run (often another card), and two medians of one copy differ by about
 this much run to run. A claimed fraction is flagged above 1 with no slack: the student's fraction is the
 ratio of two numbers from the student's own run, and the page says it cannot exceed 1."""
-
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def byte_count_flags(
@@ -102,13 +100,13 @@ def byte_count_flags(
                 kind="row-malformed",
                 message=f"the table row cannot be read: {row.problem}; write "
                         "`version | kernels | floats/elem | ms | GB/s [| x copy]`",
-                student=row.raw, grader=own_row))
+                student=_short(row.raw), grader=own_row))
         else:
             for name in ("ms", "gbs"):
                 if getattr(row, name) == 0:
                     flags.append(Flag(
                         kind="row-malformed", message=f"the row's {'GB/s' if name == 'gbs' else name} is 0",
-                        student=row.raw, grader=own_row))
+                        student=_short(row.raw), grader=own_row))
         flags.extend(_byte_count(row, cols))
         flags.extend(_consistency(row, rows, cols))
         if row.gbs is not None and floor_gbs and row.gbs > (1 + GBS_SLACK) * floor_gbs:
@@ -224,7 +222,7 @@ def _own_row(ms: float | None, gbs: float | None, fraction: float | None) -> str
 
 def _half_unit(raw: str, value: float) -> float:
     """Half a unit of the last digit of `value` as written in `raw` (0 when it cannot be found)."""
-    for token in _NUMBER.findall(raw):
+    for token in NUMBER.findall(raw):
         try:
             if float(token) == value:
                 return 0.5 * 10.0 ** Decimal(token).as_tuple().exponent

@@ -107,7 +107,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
         info = compiled.kernels[exercise.KERNEL_NAME]
         report.compile = CompileSummary(arch=target, registers=info.registers, spill_stores=info.spill_stores,
                                         spill_loads=info.spill_loads, stack_frame=info.stack_frame,
-                                        warnings=list(compiled.warnings), log=compiled.log)
+                                        warnings=list(compiled.warnings),
+                                        warnings_dropped=compiled.warnings_dropped, log=compiled.log)
         widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
                               source_signature(sub.text, exercise.KERNEL_NAME), exercise.KERNEL_NAME)
         if gpu is None:

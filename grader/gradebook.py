@@ -4,8 +4,9 @@ Gradescope's results.json for one submission (`gradescope_results`).
 
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
-can reach these outputs. Strings a student controls (file and folder names) are neutralised where a
-spreadsheet or a terminal would interpret them.
+can reach these outputs. Strings a student controls (file and folder names, compiler messages) are
+neutralised where a spreadsheet (a formula), a terminal or a markdown renderer (grader.text) would
+interpret them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from tabulate import tabulate
 
 from grader.report import GradeReport, Verdict
+from grader.text import markdown_cell
 
 RESULT_SCHEMA_VERSION = 1
 VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu", "busy")
@@ -271,14 +273,6 @@ def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "\n") else text
 
 
-def printable(text: str, limit: int = 80) -> str:
-    """`text` safe for a terminal or a markdown table cell: control characters shown as escapes, `|` escaped,
-    cut to `limit` characters."""
-    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
-    out = out.replace("|", "\\|")
-    return out if len(out) <= limit else out[: limit - 3] + "..."
-
-
 def histogram(fractions: list[float], width: int = 40) -> str:
     """A text histogram of fractions in HISTOGRAM_BINS, one line per bin: range, count and a bar of '#'
     (scaled so the fullest bin is `width` wide)."""
@@ -337,8 +331,8 @@ def summary_markdown(book: Gradebook) -> str:
     if look:
         out.append("## To look at")
         out.append("")
-        table = [[printable(r.id, 40), r.verdict, r.stage or "", printable(", ".join(r.flags), 40),
-                  printable(r.reason, 160)] for r in look]
+        table = [[markdown_cell(r.id, 40), r.verdict, markdown_cell(r.stage or ""),
+                  markdown_cell(", ".join(r.flags), 40), markdown_cell(r.reason, 160)] for r in look]
         out.append(tabulate(table, headers=["id", "verdict", "stage", "flags", "reason"], tablefmt="github"))
         out.append("")
     return "\n".join(out)

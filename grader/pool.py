@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grader
-from grader import gradebook as gb
 from grader.report import GradeReport
+from grader.text import printable
 
 WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
 """How a worker is started (tests replace it with a stand-in)."""
@@ -185,7 +185,7 @@ class Progress:
             per = sum(self.durations) / len(self.durations)
             secs = per * (left + 0.5 * len(running)) / max(1, self.slots)
             eta = f"about {_duration(secs)} left"
-        now = ", ".join(gb.printable(r, 24) for r in running[:4]) + (" ..." if len(running) > 4 else "")
+        now = ", ".join(printable(r, 24) for r in running[:4]) + (" ..." if len(running) > 4 else "")
         skipped = f" ({self.already} already graded)" if self.already else ""
         return f"grade batch: {self.done + self.already}/{self.total}{skipped}; now: {now or '-'}; {eta}"
 
@@ -197,7 +197,7 @@ class Progress:
             self.stream.write("\r\x1b[K" + self.line(running, left)[:200])
             self.stream.flush()
         elif finished:
-            self.stream.write(self.line(running, left) + f"  [{finished}]\n")
+            self.stream.write(self.line(running, left) + f"  [{printable(finished, 120)}]\n")
             self.stream.flush()
 
     def end(self) -> None:

@@ -15,6 +15,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.contract import Contract
 from grader.device import GpuInfo
+from grader.text import printable_lines
 from grader.verify import Verification
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
@@ -23,9 +24,9 @@ SCHEMA_VERSION = 1
 
 class CompileSummary(BaseModel):
     """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings about
-    the submission's file, and the compile log itself (ptxas -v, capped). Where the log said nothing, the
-    loaded kernel's registers and local memory per thread (`local_bytes`, stack plus spills) come from the
-    driver."""
+    the submission's file (capped; `warnings_dropped` counts those left out), and the compile log itself
+    (ptxas -v, capped). Where the log said nothing, the loaded kernel's registers and local memory per
+    thread (`local_bytes`, stack plus spills) come from the driver."""
 
     arch: str
     registers: int | None = None
@@ -34,6 +35,7 @@ class CompileSummary(BaseModel):
     stack_frame: int | None = None
     local_bytes: int | None = None
     warnings: list[str] = []
+    warnings_dropped: int = 0
     log: str = ""
 
 
@@ -112,7 +114,9 @@ class GradeReport(BaseModel):
 
 
 def render_text(r: GradeReport) -> str:
-    """The human report: header, byte model, compile, verification, table, verdict, hints and flags."""
+    """The human report: header, byte model, compile, verification, table, verdict, hints and flags.
+    Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source excerpts
+    may hold escape sequences."""
     out = [f"{r.file}: {r.kernel}"]
     if r.gpu:
         g = r.gpu
@@ -163,4 +167,4 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Flag ({f.kind}): {f.message} [yours: {f.student}; measured: {f.grader}]")
     for h in r.hints:
         out.append(f"Hint: {h}")
-    return "\n".join(out)
+    return printable_lines("\n".join(out))

@@ -8,6 +8,7 @@ stripping comments and `#if 0` blocks, from the last definition of the kernel; w
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from grader.contract import POINTER_ROLES, Contract
@@ -23,6 +24,7 @@ _QUALIFIERS = frozenset((
     "struct", "class", "typename", "enum",
 ))
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_RAW_DELIMITER = re.compile(r'[^()\\\s"]{0,16}\(')
 
 
 def source_signature(text: str, kernel: str) -> list[str] | None:
@@ -34,22 +36,34 @@ def source_signature(text: str, kernel: str) -> list[str] | None:
     when there is no definition. None when the list uses a macro defined in the file (a macro-built
     signature), when several definitions disagree (e.g. under #ifdef), or when no signature is found: the
     compiled kernel is then the only evidence. Used for messages and to tell pointers from integers; the
-    compiled kernel is the authority on the count and widths (see check_params)."""
+    compiled kernel is the authority on the count and widths (see check_params).
+
+    Linear in the length of `text`, whatever it holds (thousands of copies of the header, unclosed or
+    nested, deep conditionals): every look-up is a bisection in positions found in one pass, and a header
+    inside another one's parentheses is not read (no parameter list holds a kernel definition)."""
     clean, macros = _preprocess(_strip_comments(_splice(text)))
+    closing = _matching_parens(clean)
+    stops = _positions(r"[;{}]", clean)  # where a declaration can start after
+    global_words, void_words = _positions(r"\b__global__\b", clean), _positions(r"\bvoid\b", clean)
+    bodies = _positions(r"[{;]", clean)
     definitions: list[list[str] | None] = []
     declarations: list[list[str] | None] = []
+    read_to = -1  # end of the last parameter list read
     for m in re.finditer(rf"(?<![\w:]){re.escape(kernel)}\s*\(", clean):
-        before = max(clean.rfind(ch, 0, m.start()) for ch in ";{}")
-        prefix = clean[before + 1 : m.start()]
-        if not (re.search(r"\b__global__\b", prefix) and re.search(r"\bvoid\b", prefix)):
+        if m.start() < read_to:
             continue
-        close = _matching_paren(clean, m.end() - 1)
+        at = bisect.bisect_left(stops, m.start())
+        before = stops[at - 1] if at else -1
+        if not (_any_between(global_words, before, m.start()) and _any_between(void_words, before, m.start())):
+            continue
+        close = closing.get(m.end() - 1)
         if close is None:
             continue
+        read_to = close
         inside = clean[m.end() : close]
         params = None if set(_IDENT.findall(inside)) & macros else _split_params(inside)
-        follow = re.search(r"[{;]", clean[close + 1 :])
-        (definitions if follow and follow.group() == "{" else declarations).append(params)
+        follow = bisect.bisect_right(bodies, close)
+        (definitions if follow < len(bodies) and clean[bodies[follow]] == "{" else declarations).append(params)
     found = definitions or declarations
     if not found or any(p is None for p in found):
         return None
@@ -73,7 +87,7 @@ def _strip_comments(text: str) -> str:
     while i < n:
         c = text[i]
         if c == '"' and re.search(r"(?<![\w])(?:u8|u|U|L)?R$", text[max(0, i - 5) : i]):
-            delim = re.match(r'[^()\\\s"]{0,16}\(', text[i + 1 :])
+            delim = _RAW_DELIMITER.match(text, i + 1)  # at a position: no copy of the rest of the text
             end = text.find(")" + delim.group()[:-1] + '"', i) if delim else -1
             stop = n if end < 0 else end + len(delim.group()) + 1
             out.append(text[i:stop])
@@ -104,40 +118,55 @@ def _preprocess(text: str) -> tuple[str, set[str]]:
     branches of any other conditional), and collect the names of the macros #defined in kept code."""
     # Each open conditional: "zero" (#if 0, skipped), "else" (a branch after a taken #if 1, skipped),
     # "live" (kept) -- a line is kept when no open conditional skips it.
+    # `skipping` counts the open conditionals that skip (zero or else), so a line costs O(1) at any depth.
     stack: list[str] = []
+    skipping = 0
     macros: set[str] = set()
     out = []
     for line in text.split("\n"):
         d = re.match(r"\s*#\s*(\w*)\s*(.*)", line)
         if not d:
-            out.append("" if "zero" in stack or "else" in stack else line)
+            out.append("" if skipping else line)
             continue
         out.append("")
         word, rest = d.group(1), d.group(2).strip()
         if word in ("if", "ifdef", "ifndef"):
             value = rest if word == "if" else ""
             stack.append("zero" if value in ("0", "false") else "one" if value in ("1", "true") else "live")
+            skipping += stack[-1] == "zero"
         elif word in ("else", "elif", "elifdef", "elifndef") and stack:
-            stack[-1] = {"zero": "live", "one": "else"}.get(stack[-1], stack[-1])
+            new = {"zero": "live", "one": "else"}.get(stack[-1], stack[-1])
+            skipping += (new in ("zero", "else")) - (stack[-1] in ("zero", "else"))
+            stack[-1] = new
         elif word == "endif" and stack:
-            stack.pop()
-        elif word == "define" and not ("zero" in stack or "else" in stack):
+            skipping -= stack.pop() in ("zero", "else")
+        elif word == "define" and not skipping:
             name = _IDENT.match(rest)
             if name:
                 macros.add(name.group())
     return "\n".join(out), macros
 
 
-def _matching_paren(text: str, open_at: int) -> int | None:
-    depth = 0
-    for j in range(open_at, len(text)):
-        if text[j] == "(":
-            depth += 1
-        elif text[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
+def _matching_parens(text: str) -> dict[int, int]:
+    """{position of `(`: position of its `)`} for every closed pair in `text`, found in one pass."""
+    pairs, opened = {}, []
+    for m in re.finditer(r"[()]", text):
+        if m.group() == "(":
+            opened.append(m.start())
+        elif opened:
+            pairs[opened.pop()] = m.start()
+    return pairs
+
+
+def _positions(pattern: str, text: str) -> list[int]:
+    """Start positions of every match of `pattern` in `text`, in order."""
+    return [m.start() for m in re.finditer(pattern, text)]
+
+
+def _any_between(positions: list[int], low: int, high: int) -> bool:
+    """True when the sorted `positions` hold one strictly between `low` and `high`."""
+    at = bisect.bisect_right(positions, low)
+    return at < len(positions) and positions[at] < high
 
 
 def _split_params(inside: str) -> list[str] | None:

@@ -53,18 +53,23 @@ class Submission:
 def read_submission(path: str | Path) -> Submission:
     """Read, check and prepare the `.cu` file at `path`.
 
-    Raises InputError (exit 2) for a missing path, a folder, an empty, binary, non-UTF-8 or oversized file
-    and a malformed `// grade:` block; SubmissionError (stage "source") for a refused include.
+    Raises InputError (exit 2) for a missing path, a folder, a file that cannot be read (permissions), an
+    empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed `// grade:` block; SubmissionError
+    (stage "source") for a refused include.
     """
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file; give the path of a .cu file")
-    if p.is_dir():
-        raise InputError(f"{p}: is a folder; give one .cu file, or use `grade batch {p}` for a class folder")
-    if not p.is_file():
-        raise InputError(f"{p}: not a regular file (a device, pipe or socket); give the path of a .cu file")
-    with p.open("rb") as f:
-        raw = f.read(MAX_SOURCE_BYTES + 1)
+    try:
+        if not p.exists():
+            raise InputError(f"{p}: no such file; give the path of a .cu file")
+        if p.is_dir():
+            raise InputError(f"{p}: is a folder; give one .cu file, or use `grade batch {p}` for a class folder")
+        if not p.is_file():
+            raise InputError(f"{p}: not a regular file (a device, pipe or socket); give the path of a .cu file")
+        with p.open("rb") as f:
+            raw = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as err:
+        raise InputError(f"{p}: cannot be read ({err.strerror or err}); check the file's permissions "
+                         "(or those of its folders)") from None
     if len(raw) > MAX_SOURCE_BYTES:
         raise InputError(f"{p}: over the {MAX_SOURCE_BYTES}-byte cap for a submission")
     text = normalize(decode_source(raw, str(p)))
@@ -81,9 +86,14 @@ def read_submission(path: str | Path) -> Submission:
 
 
 def decode_source(raw: bytes, where: str) -> str:
-    """Decode a submission's bytes as UTF-8 text. Raises InputError for empty, binary or non-UTF-8 input."""
+    """Decode a submission's bytes as UTF-8 text. Raises InputError for empty, UTF-16 or UTF-32, binary or
+    non-UTF-8 input."""
     if not raw.strip():
         raise InputError(f"{where}: the file is empty; submit the .cu file that holds your kernel")
+    wide = wide_encoding(raw)
+    if wide:
+        raise InputError(f"{where}: the file is {wide} text, not UTF-8; save the file as UTF-8 (in most editors: "
+                         "Save As, encoding UTF-8)")
     if b"\x00" in raw:
         raise InputError(f"{where}: the file is binary (it holds NUL bytes); submit the .cu source, not a build")
     try:
@@ -93,6 +103,35 @@ def decode_source(raw: bytes, where: str) -> str:
         raise InputError(
             f"{where}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file as UTF-8"
         ) from None
+
+
+_BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+                     (b"\xfe\xff", "UTF-16"))
+
+
+def wide_encoding(raw: bytes) -> str | None:
+    """"UTF-16" or "UTF-32" when `raw` starts with that encoding's byte order mark or, without one, when its
+    first 4 KiB are NUL-interleaved like mostly-ASCII text in it (a NUL at every second byte, or at three
+    bytes of every four, and almost none at the others); else None."""
+    for mark, name in _BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return name
+    head = raw[: 4096]
+    head = head[: len(head) - len(head) % 4]
+    if len(head) < 8:
+        return None
+
+    def nul_share(start: int, step: int) -> float:
+        part = head[start::step]
+        return part.count(0) / len(part)
+
+    for text_at in (0, 3):  # UTF-32: little-endian text bytes at 0 mod 4, big-endian at 3 mod 4
+        if nul_share(text_at, 4) < 0.1 and all(nul_share(k, 4) > 0.9 for k in range(4) if k != text_at):
+            return "UTF-32"
+    for text_at in (0, 1):  # UTF-16: little-endian at even bytes, big-endian at odd ones
+        if nul_share(text_at, 2) < 0.1 and nul_share(1 - text_at, 2) > 0.9:
+            return "UTF-16"
+    return None
 
 
 def prepare_for_nvrtc(text: str, name: str) -> str:
@@ -110,6 +149,8 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
 
 
 def safe_source_name(name: str) -> str:
-    """`name` with every character but letters, digits and `._+-` replaced by `_`, at most 100 characters:
-    the name NVRTC reports in diagnostics and the one written into the `#line` directive."""
-    return _UNSAFE_NAME.sub("_", name)[:100] or "submission.cu"
+    """`name` with every character but letters, digits and `._+-` replaced by `_`, and a leading `-` too
+    (NVRTC would read `-gold.cu` as an option), at most 100 characters: the name NVRTC reports in
+    diagnostics and the one written into the `#line` directive."""
+    safe = _UNSAFE_NAME.sub("_", name)[:100] or "submission.cu"
+    return "_" + safe[1:] if safe.startswith("-") else safe

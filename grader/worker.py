@@ -106,10 +106,17 @@ def read_capped(path: str | os.PathLike) -> bytes:
 
 def _read_job_file(job: dict) -> bytes:
     """The submission's bytes (read_capped), checked against the job's sha256. Raises InputError if they
-    changed since the batch hashed them."""
+    changed since the batch hashed them, or the file was removed or cannot be read any more."""
     from grader.errors import InputError
 
-    raw = read_capped(job["path"])
+    try:
+        raw = read_capped(job["path"])
+    except FileNotFoundError:
+        raise InputError(f"{job['name']}: the file was removed while the batch was running; put it back and run "
+                         "the batch again") from None
+    except OSError as err:
+        raise InputError(f"{job['name']}: the file cannot be read any more ({err.strerror or err}); it changed "
+                         "while the batch was running: check it and run the batch again") from None
     if hashlib.sha256(raw).hexdigest() != job["sha256"]:
         raise InputError(f"{job['name']}: the file changed while the batch was running; run the batch again")
     return raw

@@ -25,6 +25,7 @@ import pytest
 
 from grader import batch, gradebook as gb, pool
 from grader.report import CompileSummary, GradeReport
+from grader.text import markdown_cell
 from grader.verify import Verification
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -479,7 +480,7 @@ def test_csv_neutralises_formulas_and_terminal_text_is_printable():
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[1][0].startswith("'=") and rows[2][0].startswith("'-")
     assert rows[3][:3] == ["ok", "gold", "0.950"]
-    shown = gb.printable("evil\x1b[31m|name\n")
+    shown = markdown_cell("evil\x1b[31m|name\n")
     assert "\x1b" not in shown and "\n" not in shown and "\\|" in shown
 
 

@@ -46,6 +46,7 @@ def test_a_stage_past_its_limit_ends_the_process():
 def test_ctrl_c_stops_a_stuck_main_thread():
     p = _run_stuck(600)
     assert p.stdout.readline().strip() == "stuck"
+    time.sleep(1.0)  # let the main thread reach its wait (before it, Python itself would stop it)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)

@@ -1,0 +1,42 @@
+"""Untrusted text made safe to show: the one place where names, compiler messages and source excerpts are
+escaped before they reach a terminal or a markdown file.
+
+A student controls file and folder names, every line of the source (NVRTC echoes source lines under its
+diagnostics) and the `// grade:` row and claim. Shown raw, an escape sequence there clears the screen,
+rewrites the window title or hides a line, a bidirectional override reorders what is read, and HTML in a
+markdown file runs in whoever renders it. This module imports nothing from the grader, so the report,
+the batch and the gradebook can all use it without an import cycle.
+"""
+
+from __future__ import annotations
+
+_MARKDOWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "|": "\\|", "`": "\\`",
+                           "[": "\\[", "]": "\\]"})
+
+
+def printable(text: str, limit: int | None = 80) -> str:
+    """`text` as one line safe for a terminal: every character that is not printable (control characters
+    such as ESC, line breaks, tabs, format characters such as bidirectional overrides, lone surrogates from
+    an undecodable file name) shown as its Python escape (`\\x1b`, `\\n`, `\\u202e`); cut to `limit`
+    characters with `...` (None: no cut)."""
+    out = _escape(text, "")
+    return out if limit is None or len(out) <= limit else out[: max(0, limit - 3)] + "..."
+
+
+def printable_lines(text: str) -> str:
+    """Multi-line `text` (a report, a compile log with its source excerpts) safe for a terminal: as
+    `printable` without a cut, but line breaks (`\\n`) and tabs (a source excerpt's indentation) kept."""
+    return _escape(text, "\n\t")
+
+
+def _escape(text: str, keep: str) -> str:
+    return "".join(ch if ch.isprintable() or ch in keep else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
+def markdown_cell(text: str, limit: int | None = 80) -> str:
+    """`text` safe for one cell of a markdown table: `printable` (one line, cut to `limit`), then the
+    characters markdown or HTML would read as markup escaped: `<`, `>` and `&` as HTML entities (no raw
+    HTML), and `\\`, `|`, a backquote, `[` and `]` with a backslash (no cell break, code span, link or
+    image)."""
+    return printable(text, limit).translate(_MARKDOWN)

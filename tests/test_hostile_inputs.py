@@ -1,0 +1,334 @@
+"""Hostile inputs that are not include bypasses (issue 8, part 4): inputs that made the grader slow or
+memory-hungry, names that broke ids or options, text that reached a terminal or a markdown file unescaped,
+files that could not be read, numbers written in forms C would not accept, and non-finite numbers in JSON.
+No GPU needed."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from grader import gradebook as gb, pool
+from grader.cli import main
+from grader.report import GradeReport, render_text
+from grader.text import markdown_cell, printable, printable_lines
+
+from conftest import SUBMISSIONS
+
+GOLD = (SUBMISSIONS / "gold_float4.cu").read_text()
+CONTROL = ("\x1b", "\x07", "\x9b", "\r")
+
+
+def no_control(text: str) -> bool:
+    return not any(c in text for c in CONTROL)
+
+
+# --- escaping: one helper (grader.text) for everything shown ------------------------------------------
+def test_printable_escapes_control_and_format_characters():
+    assert printable("a\x1b[2J\x07\u202eb\udcff\nc", None) == "a\\x1b[2J\\x07\\u202eb\\udcff\\nc"
+    assert printable("x" * 100, 10) == "xxxxxxx..."
+    assert printable_lines("\tint a;\n\x1b]0;title\x07") == "\tint a;\n\\x1b]0;title\\x07"
+
+
+def test_markdown_cell_carries_no_html_and_no_markup():
+    cell = markdown_cell('<img src=x onerror="alert(1)"> | [a](http://x) `c` & \\', None)
+    assert "<" not in cell and ">" not in cell and "&lt;img" in cell
+    assert "\\|" in cell and "\\[a\\](http://x)" in cell and "\\`c\\`" in cell and "&amp;" in cell
+
+
+def test_progress_line_off_a_terminal_escapes_names():
+    stream = io.StringIO()
+    p = pool.Progress(total=1, already=0, slots=1, quiet=False, stream=stream)
+    p.done = 1
+    p.update(["\x1b]0;owned\x07"], 0, finished="\x1b[2Jevil\x1b[31m: error")
+    assert no_control(stream.getvalue()) and "\\x1b[2Jevil" in stream.getvalue()
+
+
+def test_summary_markdown_carries_no_raw_html():
+    report = GradeReport(file="s.cu", verdict="error", stage="input", reason="<script>alert(1)</script>")
+    row = gb.make_result(id="<img src=x onerror=alert(1)>", path="p", key="k", sha256=None, report=report,
+                         grader_version="t")
+    md = gb.summary_markdown(gb.build_gradebook([row], "t", {}))
+    assert "<img" not in md and "<script" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+
+
+def test_text_report_escapes_what_the_student_controls():
+    report = GradeReport(file="\x1b]0;t\x07.cu", verdict="error", stage="compile", reason="s.cu: compile error",
+                         details='s.cu:3: error: x\n    const char* s = "\x1b[2J\x1b[H";\n\t^')
+    text = render_text(report)
+    assert no_control(text) and '"\\x1b[2J\\x1b[H"' in text and "\t^" in text
+
+
+def test_compile_excerpt_with_escapes_reaches_the_terminal_escaped(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text(GOLD + '\nint broken = "\x1b[2J\x1b]0;owned\x07" + ;\n')
+    main([str(p)])
+    out, err = capsys.readouterr()
+    assert "error" in out and no_control(out + err)
+
+
+def test_input_error_message_is_escaped_on_stderr(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text("// Grade: block = 256 \x1b]0;owned\x07\n" + GOLD)
+    assert main([str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a `// grade:` line" in err and no_control(err)
+
+
+# --- the claim and row parsers are linear ------------------------------------------------------------
+def _fast(fn, seconds: float = 1.0):
+    import time
+
+    t = time.perf_counter()
+    out = fn()
+    assert time.perf_counter() - t < seconds, f"took {time.perf_counter() - t:.1f} s"
+    return out
+
+
+def test_a_claim_of_60000_digits_parses_in_linear_time():
+    from grader.contract import parse_claim
+
+    assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + " of the floor")).fraction is None
+    assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + "x%")).fraction is None
+    assert _fast(lambda: parse_claim("9" * 60_000 + " percent")).fraction == float("inf")
+    assert _fast(lambda: parse_claim("1." * 30_000)).fraction is None
+
+
+def test_a_long_row_parses_in_linear_time_and_its_flags_too():
+    from grader.contract import parse_row
+    from grader.flags import byte_count_flags
+
+    for raw in ("biasGeluFused 1 2 0.5 " + "9" * 60_000 + "x", "biasGeluFused | 1 | 2 | 0.5 | " + "9" * 60_000 + "x",
+                "v | 1 | 2 | 0.5 | 1." + "0" * 60_000, "v | 1 | 2 | 0.5 | " + "1e" * 30_000):
+        row = _fast(lambda: parse_row(raw))
+        flags = _fast(lambda: byte_count_flags(row, None, rows=100, cols=1024, floor_gbs=4000.0,
+                                               measured_gbs=3000.0, measured_ms=1.0))
+        assert all(len(f.message) < 2000 for f in flags)
+
+
+def test_claim_fraction_at_the_end_of_a_sentence():
+    from grader.contract import parse_claim
+
+    assert parse_claim("It reached 0.93.").fraction == 0.93
+    assert parse_claim("It reached 0.93... of it").fraction == 0.93
+    assert parse_claim("It reached 93.5 % of the copy").fraction == 0.935
+    assert parse_claim("version 1.2.3 is fast").fraction is None
+
+
+def test_numbers_in_the_row_and_claim_are_ascii_decimal():
+    from grader.contract import parse_claim, parse_row
+
+    assert parse_claim("It reached \uff10.\uff19\uff13 of the floor").fraction is None  # full-width digits
+    assert parse_row("v | \uff11 | 2 | 0.5 | 100").problem == "kernels '\uff11' is not a number"
+    assert parse_row("v | 1 | 2 | 0.5 | 1_000").problem == "gbs '1_000' is not a number"
+    assert parse_row("v | 1 | 2 | 0.5 | 1e3").gbs == 1000.0
+
+
+# --- the source-signature scan is linear -------------------------------------------------------------
+REAL_SIGNATURE = ["const float* __restrict__ x", "const float* __restrict__ bias", "float* __restrict__ out",
+                  "size_t cols"]
+
+
+def test_signature_scan_is_linear_in_copies_of_the_header():
+    from grader.signature import source_signature
+
+    # NVRTC skips `#if 0L`; the scan keeps both branches of any conditional but `#if 0` / `#if 1` (33 s before)
+    unclosed = "#if 0L\n" + "__global__ void biasGeluFused(\n" * 4000 + "#endif\n" + GOLD
+    assert _fast(lambda: source_signature(unclosed, "biasGeluFused")) == REAL_SIGNATURE
+    copies = "#ifdef NEVER\n" + "__global__ void biasGeluFused(float* x)\n" * 4000 + "#endif\n" + GOLD
+    assert _fast(lambda: source_signature(copies, "biasGeluFused")) is None  # the definitions disagree
+    nested = "__global__ void biasGeluFused(" * 8000 + ")" * 8000 + "{}\n" + GOLD
+    _fast(lambda: source_signature(nested, "biasGeluFused"))
+    no_end = "__global__ void biasGeluFused(int a) " * 6000 + GOLD
+    _fast(lambda: source_signature(no_end, "biasGeluFused"))
+
+
+def test_signature_scan_is_linear_in_nested_conditionals():
+    from grader.signature import source_signature
+
+    deep = "#if 1\n" * 20_000 + "int a;\n" * 30_000 + "#endif\n" * 20_000 + GOLD
+    assert _fast(lambda: source_signature(deep, "biasGeluFused")) == REAL_SIGNATURE
+
+
+# --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
+def _compile(text: str, name: str = "s.cu"):
+    from grader import exercise
+    from grader.compile import compile_kernels
+    from grader.source import prepare_for_nvrtc
+
+    return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
+
+
+def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
+    from grader import compile as c
+    from grader.grade import grade_file
+
+    decls = " ".join(f"int a{i};" for i in range(3000))  # 3,000 unused variables on one 30 KB line
+    text = GOLD + "\n__global__ void extra() { " + decls + " }\n"
+    compiled = _compile(text)
+    shown = [w for w in compiled.warnings if ": warning #177-D:" in w]
+    assert 0 < len(shown) <= c.MAX_DIAGNOSTICS and compiled.warnings_dropped == 3000 - len(shown)
+    assert sum(map(len, compiled.warnings)) <= c.MAX_DIAGNOSTIC_CHARS
+    p = tmp_path / "s.cu"
+    p.write_text(text)
+    report = grade_file(str(p))
+    assert report.compile.warnings_dropped == 3000 - len(shown)
+    assert len(report.model_dump_json()) < 100_000  # was 143 MB
+
+
+def test_a_long_error_log_is_capped_too():
+    from grader.errors import SubmissionError
+    import pytest
+
+    text = GOLD + "\n" + "".join(f"int e{i} = ;\n" for i in range(500))
+    with pytest.raises(SubmissionError) as err:
+        _compile(text)
+    assert "more errors not shown" in err.value.details and len(err.value.details) < 20_000
+
+
+def test_ptxas_errors_are_shown():
+    from grader.errors import SubmissionError
+    import pytest
+
+    for extra, said in [("__constant__ float big[20000];\n__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
+                         "too much global constant data"),
+                        ("__global__ void sh(float* o) { __shared__ float s[60000]; s[threadIdx.x] = 1; "
+                         "__syncthreads(); o[0] = s[threadIdx.x + 1]; }\n", "too much shared data")]:
+        with pytest.raises(SubmissionError) as err:
+            _compile(GOLD + extra)
+        assert "no diagnostic" not in err.value.details
+        assert "ptxas error" in err.value.details and said in err.value.details
+        assert "ptxas" in str(err.value)
+
+
+def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
+    from grader.source import read_submission, safe_source_name
+
+    assert not safe_source_name("-gold.cu").startswith("-") and not safe_source_name("--x").startswith("-")
+    p = tmp_path / "-gold.cu"
+    p.write_text(GOLD)
+    sub = read_submission(p)
+    assert not sub.name.startswith("-")
+    _compile(GOLD, sub.name)
+    code = main([str(p), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["stage"] != "compile" and code in (0, 1, 3)
+
+
+# --- batch ids are distinct whatever the names ---------------------------------------------------------
+def _class(tmp_path, files: dict[str, str]):
+    cls = tmp_path / "class"
+    for name, content in files.items():
+        p = cls / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content)
+    return cls
+
+
+def test_batch_ids_are_distinct_when_a_name_looks_like_a_suffixed_id(tmp_path):
+    from grader import batch
+
+    cls = _class(tmp_path, {"y.cu": GOLD, "y/a.cu": GOLD, "y~2/b.cu": GOLD, "y~3.cu": GOLD, "z/y.cu": GOLD})
+    items = batch.discover([str(cls), str(cls / "z" / "y.cu")])
+    ids = [it.id for it in items]
+    assert len(ids) == len(set(ids)) == 6
+    assert {"y", "y~2", "y~3"} <= set(ids)
+    assert next(it for it in items if it.id == "y~2").path.endswith("y~2/b.cu")  # a real name keeps its id
+    rows = [gb.make_result(id=it.id, path=it.path, key=it.id, sha256=None, grader_version="t",
+                           report=GradeReport(file=it.path, verdict="error", reason="r")) for it in items]
+    assert len(gb.latest_by_id(rows)) == 6  # grade merge keeps every student
+
+
+# --- files and folders that cannot be read -------------------------------------------------------------
+def _deny(monkeypatch, path, fn_name: str, module):
+    """Make module.fn_name raise PermissionError for `path` (tests run as root: chmod 000 does not stop it)."""
+    real = getattr(module, fn_name)
+
+    def denied(p, *args, **kwargs):
+        if str(p) == str(path):
+            raise PermissionError(13, "Permission denied", str(p))
+        return real(p, *args, **kwargs)
+
+    monkeypatch.setattr(module, fn_name, denied)
+
+
+def test_an_unreadable_file_is_an_input_error_with_a_report(tmp_path, monkeypatch, capsys):
+    import pathlib
+
+    p = tmp_path / "s.cu"
+    p.write_text(GOLD)
+    _deny(monkeypatch, p, "open", pathlib.Path)
+    assert main([str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert "s.cu: cannot be read (Permission denied)" in err and "Traceback" not in err
+    assert main([str(p), "--format", "json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["stage"] == "input" and "cannot be read" in report["reason"]
+    assert main([str(p), "--format", "gradescope"]) == 2
+    assert "cannot be read" in json.loads(capsys.readouterr().out)["output"]
+
+
+def test_a_folder_that_cannot_be_listed_is_said_so(tmp_path, monkeypatch):
+    import os
+
+    from grader import batch
+
+    cls = _class(tmp_path, {"alice/k.cu": GOLD, "bob/src/k.cu": GOLD, "carol/k.cu": GOLD})
+    _deny(monkeypatch, cls / "alice", "scandir", os)
+    _deny(monkeypatch, cls / "bob" / "src", "scandir", os)
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    assert "cannot be read (Permission denied)" in items["alice"].problem
+    assert "cannot be read (Permission denied)" in items["bob"].problem and "src" in items["bob"].problem
+    assert items["carol"].problem is None
+    _deny(monkeypatch, cls, "iterdir", type(cls))
+    items = batch.discover([str(cls)])
+    assert len(items) == 1 and "cannot be read (Permission denied)" in items[0].problem
+
+
+def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
+    import os
+
+    from grader.worker import Channel, grade_job
+
+    monkeypatch.chdir(tmp_path)
+    r, w = os.pipe()
+    job = {"path": str(tmp_path / "gone.cu"), "sha256": "0" * 64, "name": "gone.cu", "display": "class/gone.cu"}
+    grade_job(job, Channel(w))
+    os.close(w)
+    with os.fdopen(r) as f:
+        result = [json.loads(line) for line in f if '"result"' in line][0]["report"]
+    assert result["stage"] == "input" and "was removed while the batch was running" in result["reason"]
+    assert "please report it" not in result["reason"]
+
+
+# --- UTF-16 and UTF-32 sources ---------------------------------------------------------------------------
+def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
+    from grader.errors import InputError
+    from grader.source import decode_source
+    import pytest
+
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
+        with pytest.raises(InputError) as err:
+            decode_source(GOLD.encode(encoding), "s.cu")
+        assert "save the file as UTF-8" in str(err.value) and "binary" not in str(err.value), encoding
+    with pytest.raises(InputError, match="binary"):
+        decode_source(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "s.cu")
+    p = tmp_path / "s.cu"
+    p.write_bytes(GOLD.encode("utf-16"))
+    assert main([str(p)]) == 2 and "UTF-16" in capsys.readouterr().err
+
+
+# --- whole numbers in the // grade: block are ASCII decimal, as C reads them ------------------------------
+def test_grade_block_numbers_are_ascii_decimal_only():
+    import pytest
+
+    from grader.contract import parse_contract
+    from grader.errors import InputError
+
+    assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
+                          "s.cu").stride_blocks == 1024
+    for line in ("block = 2_56", "block = \uff12\uff15\uff16", "block = 0x100", "block = 0256", "block = +256",
+                 "elems_per_thread = \u0664", "grid = stride 1_024", "block = 256.0"):
+        with pytest.raises(InputError) as err:
+            parse_contract(f"// grade: {line}\n", "s.cu")
+        assert "decimal" in str(err.value) and "digits 0-9" in str(err.value), line
