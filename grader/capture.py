@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from grader.text import printable
+
 MAX_LINES = 20
 """Lines of kernel output kept for the report."""
 
@@ -39,9 +41,7 @@ class Captured:
         if len(self.lines) >= MAX_LINES:
             self.dropped += 1
             return
-        text = line[: 4 * MAX_LINE_CHARS].decode("utf-8", "replace")
-        text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
-        self.lines.append(text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 3] + "...")
+        self.lines.append(printable(line[: 4 * MAX_LINE_CHARS].decode("utf-8", "replace"), MAX_LINE_CHARS))
 
 
 @contextmanager
