@@ -28,7 +28,7 @@ MAX_DIAGNOSTICS = 20
 MAX_DIAGNOSTIC_CHARS = 8_000
 """Cap on the characters of the diagnostics kept of one kind (a 55 KB file made 3,000 warnings, each echoing
 a long source line: a 245 MB report)."""
-MAX_LINE_CHARS = 300
+MAX_LINE_CHARS = 500
 """Cap on one line of a diagnostic (an excerpt echoes a source line, however long)."""
 
 _DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warning|remark|catastrophic error)"

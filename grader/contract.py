@@ -33,10 +33,9 @@ import math
 import re
 from typing import Literal
 
-from pydantic import BaseModel
-
 from grader import exercise
 from grader.errors import InputError
+from grader.model import ReportModel
 
 POINTER_ROLES = ("x", "bias", "out")
 INTEGER_ROLES = ("rows", "cols", "n")
@@ -62,7 +61,7 @@ _ASCII_WHOLE = re.compile(r"[0-9]+")
 _DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
 
 
-class StudentRow(BaseModel):
+class StudentRow(ReportModel):
     """The student's table row as written, and its fields where they parse (None where not)."""
 
     raw: str
@@ -75,14 +74,14 @@ class StudentRow(BaseModel):
     problem: str | None = None
 
 
-class StudentClaim(BaseModel):
+class StudentClaim(ReportModel):
     """The student's sentence, and the fraction of the copy floor it states (None if it states none)."""
 
     raw: str
     fraction: float | None = None
 
 
-class Contract(BaseModel):
+class Contract(ReportModel):
     """How to launch the submission, plus the student's declared row and claim (both optional)."""
 
     params: tuple[str, ...] = exercise.DEFAULT_PARAMS
@@ -100,7 +99,7 @@ class Contract(BaseModel):
         return "(" + ", ".join(f"{kinds.get(p, 'int|size_t')} {p}" for p in self.params) + ")"
 
 
-class LaunchPlan(BaseModel):
+class LaunchPlan(ReportModel):
     """Grid and block of one launch of the submission for a rows x cols problem."""
 
     grid: tuple[int, int, int]

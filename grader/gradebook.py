@@ -21,9 +21,10 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from tabulate import tabulate
 
+from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
 from grader.text import markdown_cell
 
@@ -38,7 +39,7 @@ HISTOGRAM_BINS = [i / 10 for i in range(0, 11)] + [math.inf]
 """Fraction histogram edges: 0.0-0.1, ..., 0.9-1.0, then 1.0 and above."""
 
 
-class BatchResult(BaseModel):
+class BatchResult(ReportModel):
     """One submission's outcome in a batch: one JSON line of results.jsonl, one row of the gradebook.
 
     id: the student (file stem or folder name); path: where the submission was found; sha256: of its bytes
@@ -189,7 +190,7 @@ def latest_by_id(rows: list[BatchResult]) -> dict[str, BatchResult]:
     return dict(sorted(out.items()))
 
 
-class Gradebook(BaseModel):
+class Gradebook(ReportModel):
     """The JSON gradebook: when and how the batch ran, counts per verdict, the copy floor(s) measured, and
     every row (with its full GradeReport)."""
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
 from tabulate import tabulate
 
 from grader import exercise
 from grader.contract import Contract
 from grader.device import GpuInfo
+from grader.model import ReportModel
 from grader.text import printable_lines
 from grader.verify import Verification
 
@@ -22,7 +22,7 @@ Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
 SCHEMA_VERSION = 1
 
 
-class CompileSummary(BaseModel):
+class CompileSummary(ReportModel):
     """What ptxas reported for the kernel: arch, registers, spills and stack frame (bytes), warnings about
     the submission's file (capped; `warnings_dropped` counts those left out), and the compile log itself
     (ptxas -v, capped). Where the log said nothing, the loaded kernel's registers and local memory per
@@ -39,7 +39,7 @@ class CompileSummary(BaseModel):
     log: str = ""
 
 
-class ByteModel(BaseModel):
+class ByteModel(ReportModel):
     """Bytes the grade counts per element, and what is not counted and why."""
 
     floats_per_elem: int = exercise.FLOATS_PER_ELEMENT
@@ -48,7 +48,7 @@ class ByteModel(BaseModel):
     not_counted: str = "bias: one cols-float vector read by every row from cache"
 
 
-class TableRow(BaseModel):
+class TableRow(ReportModel):
     """One row of the part-3 table: median ms, GB/s (1e9 bytes/s), x copy = GB/s over the floor's GB/s,
     spread = interquartile range over the median, reps = timed launches."""
 
@@ -63,7 +63,7 @@ class TableRow(BaseModel):
     rse: float
 
 
-class Flag(BaseModel):
+class Flag(ReportModel):
     """A problem with the student's own numbers: what it is, the student's number and the grader's."""
 
     kind: str
@@ -72,7 +72,7 @@ class Flag(BaseModel):
     grader: str
 
 
-class GradeReport(BaseModel):
+class GradeReport(ReportModel):
     """Everything one grading produced. `verdict` is gold, silver, fail, error (could not be run: `stage`
     says where it stopped), no-gpu (static checks only) or busy (correct, but the GPU was shared while it
     was timed, so no speed verdict is given: grader.contention). `fraction` is the submission's GB/s over the

@@ -8,12 +8,12 @@ stays NaN and fails), every buffer has guard regions before and after it (a kern
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from grader import exercise
 from grader.contract import Contract, kernel_args, plan_launch
 from grader.device import Gpu, GuardedArray
 from grader.errors import SubmissionError
+from grader.model import ReportModel
 from grader.reference import bias_gelu, make_inputs
 
 NAN_WORD = 0x7FC00000
@@ -22,10 +22,8 @@ NAN_WORD = 0x7FC00000
 TOLERANCE_TEXT = f"|got - ref| <= {exercise.ATOL:g} + {exercise.RTOL:g} * |ref|"
 
 
-class Mismatch(BaseModel):
+class Mismatch(ReportModel):
     """One wrong element: its (row, col), the kernel's value and the float64 reference."""
-
-    model_config = ConfigDict(ser_json_inf_nan="strings")
 
     row: int
     col: int
@@ -33,12 +31,10 @@ class Mismatch(BaseModel):
     expected: float
 
 
-class Verification(BaseModel):
+class Verification(ReportModel):
     """Outcome of one correctness check at rows x cols. `max_abs_error` is over the finite outputs;
     `not_finite` counts NaN and inf outputs (a NaN is an element never written: the output is poisoned
     with NaN first). `message` is the one-line summary shown to the user."""
-
-    model_config = ConfigDict(ser_json_inf_nan="strings")
 
     rows: int
     cols: int

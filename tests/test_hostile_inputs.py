@@ -332,3 +332,75 @@ def test_grade_block_numbers_are_ascii_decimal_only():
         with pytest.raises(InputError) as err:
             parse_contract(f"// grade: {line}\n", "s.cu")
         assert "decimal" in str(err.value) and "digits 0-9" in str(err.value), line
+
+
+# --- non-finite numbers are the strings the README promises ----------------------------------------------
+def test_an_infinite_claim_is_infinity_in_json(tmp_path, capsys):
+    p = tmp_path / "s.cu"
+    p.write_text(GOLD.replace("It reached 0.96 of the copy floor", "It reached " + "9" * 400 + "% of the copy floor"))
+    main([str(p), "--format", "json"])
+    out = capsys.readouterr().out
+    report = json.loads(out)
+    assert report["contract"]["claim"]["fraction"] == "Infinity"
+    assert GradeReport.model_validate_json(out).contract.claim.fraction == float("inf")
+    assert any(f["kind"] == "impossible-fraction" for f in report["flags"])
+
+
+def test_every_float_of_the_report_model_round_trips_non_finite_values(tmp_path):
+    import math
+
+    from grader.report import TableRow
+    from grader.verify import Verification
+
+    nan, inf = float("nan"), float("inf")
+    report = GradeReport(file="s.cu", verdict="fail", reason="r", fraction=inf, fraction_low=-inf, floor_gbs=nan,
+                         table=[TableRow(version="v", kernels=1, floats_per_elem=2, ms=nan, gbs=inf, x_copy=inf,
+                                         spread=nan, reps=1, rse=inf)],
+                         verification=[Verification(rows=1, cols=1, passed=False, total=1, max_abs_error=nan)])
+    text = report.model_dump_json()
+    data = json.loads(text)
+    assert (data["fraction"], data["fraction_low"], data["floor_gbs"]) == ("Infinity", "-Infinity", "NaN")
+    assert data["table"][0]["ms"] == "NaN" and data["table"][0]["gbs"] == "Infinity"
+    back = GradeReport.model_validate_json(text)
+    assert back.fraction == inf and math.isnan(back.table[0].ms) and math.isnan(back.verification[0].max_abs_error)
+    row = gb.make_result(id="a", path="a.cu", key="k", sha256=None, report=report, grader_version="t")
+    store = gb.ResultStore(tmp_path / "results.jsonl")
+    store.append(row)
+    store.close()
+    rows, bad = gb.load_rows(tmp_path / "results.jsonl")
+    assert bad == 0 and rows[0].fraction == inf and rows[0].report.fraction == inf
+    book = json.loads(gb.build_gradebook(rows, "t", {}).model_dump_json())
+    assert book["rows"][0]["fraction"] == "Infinity"
+
+
+def test_the_json_schema_accepts_the_non_finite_strings(capsys):
+    assert main(["--json-schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    strings = {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}
+
+    def floats(node):
+        if isinstance(node, dict):
+            if node.get("type") == "number":
+                yield node
+            for value in node.values():
+                yield from floats(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from floats(value)
+
+    def accepts_strings(node):  # every number is one branch of an anyOf that has the strings
+        if isinstance(node, dict):
+            if any(isinstance(b, dict) and b.get("type") == "number" for b in node.get("anyOf", [])):
+                return strings in node["anyOf"]
+            if node.get("type") == "number":
+                return False
+            return all(accepts_strings(v) for v in node.values())
+        if isinstance(node, list):
+            return all(accepts_strings(v) for v in node)
+        return True
+
+    assert list(floats(schema)) and accepts_strings(schema)
+    fraction = schema["properties"]["fraction"]["anyOf"]
+    assert {"type": "number"} in fraction and strings in fraction
+    claim = schema["$defs"]["StudentClaim"]["properties"]["fraction"]
+    assert strings in claim["anyOf"]
