@@ -3,6 +3,7 @@ stuck (as inside a CUDA driver wait for a kernel that never ends) both end the p
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -32,7 +33,9 @@ print("woke up", flush=True)
 def _run_stuck(limit: float) -> subprocess.Popen:
     code = STUCK.replace("LIMIT", repr(limit))
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                               os.environ.get("PYTHONPATH")]))})
 
 
 def test_a_stage_past_its_limit_ends_the_process():
