@@ -49,6 +49,9 @@ FOUND = [
     # `R"x(` after it opens a raw string (the lexer read a suffix; such suffixes are refused now).
     "'2R\"x('R\"x(\n# warning CANARY_4 ;",
     "''R\"(\n#warning CANARY_5 ;",
+    # In code NVRTC reads `e'+` on as an exponent's sign (`...define'+R` is one number, so no raw string);
+    # a `'` after a number that is not followed by a digit or letter is refused now.
+    "0x1'fdefine'+R\"x(\n# warning CANARY_1 ;)x\"",
 ]
 
 
