@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                 d["seed"] = seed
                 if all(d["minimized"] != old["minimized"] for old in total.disagreements):
                     total.disagreements.append(d)
+            print(f"seed {seed}: {part.soups} soups, {part.accepted} accepted, {len(part.disagreements)} "
+                  "disagreement(s)", file=sys.stderr, flush=True)
             seed += 1
     total.seconds = round(args.minutes * 60, 1)
     summary = {k: v for k, v in asdict(total).items() if k != "disagreements"}

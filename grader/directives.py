@@ -30,13 +30,14 @@ Refused too, because NVRTC reads them in ways a lexer cannot follow exactly, and
 them: a backslash outside a literal or comment (a stray one, one followed by blanks at a line's end, or a
 universal character name such as `\\u0041` in code: NVRTC makes `\\uR` an identifier, so `\\uR"(` starts
 no raw string); a line splice inside a raw string literal; a name right after a character literal (NVRTC
-takes it as a suffix after `'a'` but not after `''`); trigraphs; and a digit separator on a line that
-NVRTC could read two ways. NVRTC takes the `'` after a number's digits as part of the number in live code
-(`1'+'/*'` holds no comment there), only before a digit or letter in a live directive, and never in a
-skipped group (`#if 0`), where it opens a character literal; since which groups are skipped is not known
-here, a line holding a digit separator is accepted only when its live reading and its skipped reading end
-at the same place and neither finds a refused construct (`1'000'000;`, with or without a comment closed
-on the same line, is fine).
+takes it as a suffix after `'a'` but not after `''`); trigraphs; and digit separators that NVRTC could
+read in more than one way. NVRTC takes the `'` after a number's digits into the number in live code
+(`1'+'/*'` holds no comment there, and `1e'+` goes on as an exponent), only before a digit or letter in a
+live directive, and never in a skipped group (`#if 0`), where it opens a character literal. So a `'` after
+a number that is not followed by a digit, letter or `_` is refused, and since which groups are skipped is
+not known here, a line holding a digit separator is accepted only when its live reading and its skipped
+reading end at the same place and neither finds a refused construct (`1'000'000;`, with or without a
+comment closed on the same line, is fine).
 
 The text NVRTC compiles is exactly the text scanned here (grader.source compiles `normalized`).
 `Scan.directives` lists every directive the lexer saw, which is how benchmarks/fuzz_lexer.py compares
@@ -60,11 +61,13 @@ FORBIDDEN_IDENTIFIERS = frozenset({"__has_include", "__has_include_next", "__has
 _SPLICE = re.compile(r"\\\n")
 _BLANK = re.compile(r"[ \t\f\v]+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# How NVRTC reads a `'` after a pp-number's first digit: in code it is always part of the number; in a
-# directive only before a digit, letter or `_`; in a skipped group (`#if 0`) never: there it opens a literal.
+# A pp-number, taking every `'` after its first digit as a digit separator. NVRTC does so in live code
+# (and reads `1e'+` on as an exponent's sign in decimals but not in hex); in a live directive it takes a `'`
+# only before a digit, letter or `_`; in a skipped group (`#if 0`) never: there the `'` opens a literal.
+# A `'` that is not followed by a digit, letter or `_` is refused, so the first two readings are one.
 _PP_NUMBER = re.compile(r"\.?[0-9](?:[eEpP][+-]|'|[A-Za-z0-9_.])*")
-_PP_NUMBER_IN_DIRECTIVE = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[A-Za-z0-9_]|[A-Za-z0-9_.])*")
 _PP_NUMBER_SKIPPED = re.compile(r"\.?[0-9](?:[eEpP][+-]|[A-Za-z0-9_.])*")
+_LOOSE_SEPARATOR = re.compile(r"'(?![A-Za-z0-9_])")
 _RAW_PREFIX = re.compile(r"(?:u8|u|U|L)?R\"")
 _PASTES = ("%:%:", "##", "#%:", "%:#")
 _TRIGRAPH_ENDS = frozenset("=/'()!<>-")
@@ -227,8 +230,11 @@ class _Lexer:
                     return i, refusal
                 i = self.suffix(end)
                 line_start = False
-            elif (m := (_PP_NUMBER_SKIPPED if skipped else _PP_NUMBER_IN_DIRECTIVE if in_directive
-                        else _PP_NUMBER).match(s, i)):
+            elif (m := (_PP_NUMBER_SKIPPED if skipped else _PP_NUMBER).match(s, i)):
+                if not skipped and _LOOSE_SEPARATOR.search(m.group(0)):
+                    return i, (self.line(i), m.group(0), (
+                        "a digit separator (') must stand between digits: NVRTC reads a number followed by a "
+                        "quote one way in code, another in directives and a third in `#if 0` groups"))
                 if "'" in m.group(0) and not probe and i >= checked_to:
                     checked_to, refusal = self.separator_readings(i, in_directive)
                     if refusal:
@@ -260,7 +266,7 @@ class _Lexer:
         if refusal:
             return at, refusal
         if end_live != end_skipped:
-            m = (_PP_NUMBER_IN_DIRECTIVE if in_directive else _PP_NUMBER).match(self.s, at)
+            m = _PP_NUMBER.match(self.s, at)
             return at, (self.line(at), m.group(0), (
                 "NVRTC reads a digit separator as a character literal's quote in an `#if 0` group, and on this "
                 "line that changes where a comment or literal ends; use no digit separator here, or end the "

@@ -153,6 +153,7 @@ def test_allowed_include_is_blanked_from_its_hash_only():
     ("const char* s = R\"(a\\\nb)\";\n", 'R"'),  # a splice inside a raw string
     ("char c = 'a'_x;\n", "'a'_x"),
     ("int a = 1'2/*';\n*/\n", "1'2"),  # read as in an `#if 0` group, `'2/*'` is a character literal
+    ("double d = 1e'+5;\n", "1e'"),  # NVRTC reads `e'+` as an exponent's sign in code, not in a directive
     ("#if 0\n#endif\n#define N 1'0 /*\n*/\n", "1'0"),
 ])
 def test_constructs_nvrtc_reads_its_own_way_are_refused(text, token):
