@@ -32,10 +32,11 @@ name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
-  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable
+  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, a GPU
+     the installed NVRTC cannot compile for (nothing graded)
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
-  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), or a worker could not start; run the
-     same command again to finish
+  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), a worker could not start, or the install is
+     incomplete (a CUDA extra missing: nothing graded, no row written); run the same command again to finish
 """
 
 from __future__ import annotations
@@ -236,30 +237,44 @@ def result_key(item: Item, settings: dict[str, object]) -> str:
 # --- GPUs ----------------------------------------------------------------------------------------------
 @dataclass
 class GpuPlan:
-    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, and why there is
-    no GPU when there is none."""
+    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, why there is no GPU
+    when there is none, and `problem`: why nothing can be graded here at all (an incomplete install, a GPU the
+    installed NVRTC cannot compile for), with the exit code `problem_exit` the batch stops with."""
 
     entries: list[str | None]
     names: list[str]
     reason: str = ""
+    problem: str = ""
+    problem_exit: int = 0
 
 
-def probe_gpus() -> tuple[int, list[str], str]:
-    """(count, names, reason) of the GPUs visible to this process's environment, found by a short-lived
-    child (this process never initialises CUDA: a forked or later-spawned CUDA user must start clean)."""
+def run_probe() -> dict:
+    """The answer of a short-lived `python -m grader.worker --probe` child (grader.worker.probe): count, names
+    and reason, plus problem and exit when nothing can be graded (this process never initialises CUDA: a
+    forked or later-spawned CUDA user must start clean). A probe that fails means no GPU, with the reason."""
     try:
         out = subprocess.run(PROBE_COMMAND, capture_output=True,
                              timeout=PROBE_TIMEOUT, env=child_env(None), cwd=tempfile.gettempdir(), text=True)
         info = json.loads(out.stdout.strip().splitlines()[-1])
-        return int(info["count"]), list(info["names"]), str(info.get("reason", ""))[:120]
+        return {**info, "count": int(info["count"]), "names": list(info["names"])}
     except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
-        return 0, [], f"the GPU probe failed ({type(err).__name__})"
+        return {"count": 0, "names": [], "reason": f"the GPU probe failed ({type(err).__name__})"}
+
+
+def probe_gpus() -> tuple[int, list[str], str]:
+    """(count, names, reason) of the GPUs visible to this process's environment (run_probe)."""
+    info = run_probe()
+    return info["count"], info["names"], str(info.get("reason", ""))[:120]
 
 
 def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
     """One slot per visible GPU (or per entry of `gpus`, positions among the visible ones, e.g. '0,2');
     `workers` slots without a GPU when none is visible."""
-    count, names, reason = probe_gpus()
+    info = run_probe()
+    count, names, reason = info["count"], info["names"], str(info.get("reason", ""))[:120]
+    if info.get("problem"):
+        return GpuPlan(entries=[], names=names, reason=reason, problem=str(info["problem"]),
+                       problem_exit=int(info.get("exit", EXIT_INCOMPLETE)))
     if count == 0:
         return GpuPlan(entries=[None] * max(1, workers), names=[], reason=reason)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -279,8 +294,9 @@ def batch_parser() -> argparse.ArgumentParser:
         prog="grade batch",
         description="Grade a class: every submission compiled, verified and timed in its own process, one per "
         "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
-        epilog="exit codes: 0 every submission has a row; 2 usage error; 3 no GPU (static checks only); "
-        "4 incomplete (--limit or interrupted: run again to finish)",
+        epilog="exit codes: 0 every submission has a row; 2 usage error (or a GPU the installed NVRTC cannot "
+        "compile for); 3 no GPU (static checks only); 4 incomplete (--limit or interrupted: run again to finish; "
+        "or the install lacks its CUDA extra)",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
                    "per student holding one .cu), or .cu files")
@@ -350,6 +366,9 @@ def batch_main(argv: list[str]) -> int:
         plan = plan_gpus(args.gpus, args.workers)
     except ValueError as err:
         return _usage(str(err))
+    if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
+        print(f"grade batch: {plan.problem}; nothing was graded", file=sys.stderr)
+        return plan.problem_exit
     settings = settings_for(args.arch, args.seed, plan.names)
     for it in items:
         it.key = result_key(it, settings)

@@ -9,7 +9,8 @@
 --format json an input error still prints one GradeReport (verdict "error", stage "input") on stdout.
 
 Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
-check that needs no GPU ran and passed).
+check that needs no GPU ran and passed); 4 not graded through no fault of the submission (the install lacks
+its CUDA extra, or a CUDA call of the grader's own failed).
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ import re
 import sys
 
 from grader import exercise
-from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, InputError
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU}
 
 EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
-faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one)"""
+faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one);
+4 not graded, not the submission's fault (install without its CUDA extra, or the grader's own CUDA call failed)"""
 
 
 SEED_LIMIT = 2**63
@@ -38,6 +40,13 @@ def arch_type(value: str) -> str:
     """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
     if not ARCH_PATTERN.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
+    from grader.toolkit import check_arch, install_problem
+
+    if install_problem() is None:  # else grading stops on the install first, with the pip command
+        try:
+            check_arch(value)
+        except InputError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
     return value
 
 

@@ -79,6 +79,21 @@ def open_gpu(device_id: int = 0) -> "Gpu":
     return Gpu(dev)
 
 
+def visible_arches() -> list[str]:
+    """The architecture ('sm_90') of each CUDA device this process sees, in visible_gpus()'s order; call it
+    after visible_gpus() (which initialises CUDA). Creates no context."""
+    from cuda.bindings import driver
+
+    attr = driver.CUdevice_attribute
+    out = []
+    for i in range(driver.cuDeviceGetCount()[1]):
+        _, dev = driver.cuDeviceGet(i)
+        _, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        out.append(f"sm_{major}{minor}")
+    return out
+
+
 class Gpu:
     """The current device and the grader's own stream. Create with `open_gpu()`."""
 

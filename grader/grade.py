@@ -22,6 +22,7 @@ from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
 from grader.signature import check_params, source_signature
 from grader.source import read_submission
+from grader.toolkit import check_arch, require_cuda
 from grader.timing import (FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, InputFiller, TimingStats,
                            bench_shape, gbs)
 from grader.verify import DeviceCheck, Verification, verify
@@ -77,10 +78,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
     on_stage: called with each name of STAGES as that stage starts (grader.worker times phases and applies
     the batch's compile and run time limits with it).
-    Raises InputError (exit 2) for unreadable input; every problem of the submission itself is a report
-    with verdict "error" or "fail".
+    Raises InputError (exit 2) for unreadable input or a target the installed NVRTC cannot compile for,
+    InstallError (exit 4) when the CUDA extra is missing, GraderFault (exit 4) when a CUDA call of the grader's
+    own fails; every problem of the submission itself is a report with verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
+    require_cuda()
     stage("read")
     try:
         sub = read_submission(path)
@@ -98,6 +101,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     except NoGpuError as err:
         no_gpu = str(err)
     target = gpu.info.arch if gpu else (arch or DEFAULT_ARCH)
+    check_arch(target, gpu.info.name if gpu else None)
     compiled = None
     try:
         stage("compile")

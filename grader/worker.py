@@ -17,7 +17,9 @@ The parent applies the compile time limit from `compiling` and the run time limi
 from grade_file's on_stage callback (PhaseClock), which also times the phases.
 
 `python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
-(the batch's parent never initialises CUDA itself).
+(the batch's parent never initialises CUDA itself), with "problem" and "exit" added when nothing can be graded
+here (an incomplete install, a GPU the installed NVRTC cannot compile for). A worker on an incomplete install
+exits 4 before it is ready, so the batch stops rather than give every student an error row.
 """
 
 from __future__ import annotations
@@ -164,17 +166,30 @@ def grade_job(job: dict, channel: Channel) -> None:
 
 
 def probe() -> dict:
-    """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies)."""
-    from grader.device import visible_gpus
-    from grader.errors import NoGpuError
+    """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies), and,
+    when nothing can be graded here, "problem" (one line) with the "exit" code the batch stops with: 4 for an
+    incomplete install (a CUDA extra missing), 2 for a GPU the installed NVRTC cannot compile for."""
+    from grader.device import visible_arches, visible_gpus
+    from grader.errors import EXIT_GRADER, InputError, NoGpuError
+    from grader.toolkit import check_arch, install_problem
 
+    problem = install_problem()
+    if problem:
+        return {"count": 0, "names": [], "reason": problem, "problem": problem, "exit": EXIT_GRADER}
     try:
         names = visible_gpus()
+        arches = visible_arches()
     except NoGpuError as err:
         return {"count": 0, "names": [], "reason": str(err)}
     except Exception as err:  # noqa: BLE001 - a broken driver install: no GPU, with the reason
         return {"count": 0, "names": [], "reason": f"CUDA could not be queried ({str(err)[:120]})"}
-    return {"count": len(names), "names": names, "reason": ""}
+    found = {"count": len(names), "names": names, "reason": ""}
+    for name, arch in zip(names, arches):
+        try:
+            check_arch(arch, name)
+        except InputError as err:
+            return {**found, "problem": str(err), "exit": err.exit_code}
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,7 +212,13 @@ def main(argv: list[str] | None = None) -> int:
         pass
     channel = Channel(args.fd)
     import grader.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
+    from grader.errors import EXIT_GRADER
+    from grader.toolkit import install_problem
 
+    problem = install_problem()
+    if problem:  # never ready: the batch stops (grader.pool.WorkerStartError) instead of blaming a submission
+        print(problem, file=sys.stderr)
+        return EXIT_GRADER
     channel.send(event="ready", t=time.time())
     line = sys.stdin.readline()
     if not line.strip():
