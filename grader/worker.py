@@ -125,8 +125,8 @@ def _context_chain(err: BaseException | None):
 
 def grade_job(job: dict, channel: Channel) -> None:
     """Grade the job's file (module docstring) and send the result message."""
-    from grader.device import cuda_error_name
-    from grader.errors import InputError, SubmissionError
+    from grader.device import KERNEL_FAULTS, cuda_error_name
+    from grader.errors import GraderFault, InputError, SubmissionError
     from grader.report import GradeReport
 
     import grader.grade as g
@@ -145,6 +145,8 @@ def grade_job(job: dict, channel: Channel) -> None:
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
     except InputError as err:
         report = error("input", str(err))
+    except GraderFault as err:  # the grader's own CUDA call failed: not the submission's doing
+        report = error(err.stage, str(err))
     except SubmissionError as err:
         report = error(err.stage, str(err), err.details)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
@@ -152,7 +154,7 @@ def grade_job(job: dict, channel: Channel) -> None:
         fault = cuda_error_name(err)
         if inner is not None:
             report = error(inner.stage, str(inner), inner.details)
-        elif fault:
+        elif fault in KERNEL_FAULTS:
             report = error("run", f"the kernel faulted on the GPU: {fault}")
         else:
             last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]

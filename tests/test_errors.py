@@ -4,17 +4,21 @@ CUDA call of the grader's own. None of them may be reported as the student's com
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 
 import pytest
-from cuda.bindings import nvrtc
+from cuda.bindings import driver, nvrtc
 
 import grader.grade
 from grader import batch, pool, toolkit, worker
 from grader.cli import main
-from grader.errors import EXIT_GRADER, EXIT_INPUT, InputError, InstallError
+from grader.device import KERNEL_FAULTS, Gpu, grader_call_failed
+from grader.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
+                           SubmissionError)
 
 from conftest import ROOT, SUBMISSIONS
 from fake_gpu import FakeGpu
@@ -161,3 +165,75 @@ def test_the_batch_probe_stops_on_a_gpu_nvrtc_cannot_compile_for(monkeypatch, tm
     monkeypatch.setattr(batch, "run_probe", lambda: info)
     assert batch.main(["batch", GOLD, "--out", str(tmp_path / "out"), "--quiet"]) == EXIT_INPUT
     assert "is older than" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+# --- the grader's own CUDA calls -------------------------------------------------------------------------
+def bare_gpu() -> Gpu:
+    gpu = Gpu.__new__(Gpu)  # no device: only _call is exercised
+    gpu._driver = driver
+    return gpu
+
+
+def test_a_failed_driver_call_of_the_grader_is_the_graders_error():
+    with pytest.raises(GraderFault) as err:
+        bare_gpu()._call((driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY, None), "cuMemGetInfo")
+    assert err.value.exit_code == EXIT_GRADER and err.value.stage == "grader"
+    assert "cuMemGetInfo" in str(err.value) and "CUDA_ERROR_OUT_OF_MEMORY" in str(err.value)
+    assert "not the submission's doing" in str(err.value)
+    assert bare_gpu()._call((driver.CUresult.CUDA_SUCCESS, 7), "x") == 7
+
+
+def test_a_fault_the_kernel_left_behind_is_still_the_submissions():
+    with pytest.raises(SubmissionError) as err:
+        bare_gpu()._call((driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS, None), "cuMemcpyDtoHAsync")
+    assert err.value.stage == "run" and "the kernel faulted on the GPU: CUDA_ERROR_ILLEGAL_ADDRESS" in str(err.value)
+    assert all(name in driver.CUresult.__members__ for name in KERNEL_FAULTS)
+    assert isinstance(grader_call_failed("allocating", RuntimeError("CUDA_ERROR_OUT_OF_MEMORY: out of memory")),
+                      GraderFault)
+
+
+def test_cli_reports_a_grader_fault_as_exit_4_not_a_fail(monkeypatch, capsys):
+    def failing(*args, **kwargs):
+        raise grader_call_failed("allocating 1 bytes", "CUDA_ERROR_OUT_OF_MEMORY")
+
+    monkeypatch.setattr(grader.grade, "grade_file", failing)
+    assert main([GOLD, "--json"]) == EXIT_GRADER
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert (report["verdict"], report["stage"]) == ("error", "grader") and "not the submission" in captured.err
+
+
+def _grade_job(tmp_path, monkeypatch, error: Exception) -> dict:
+    """grader.worker.grade_job on a copy of the gold example, grade_file raising `error`: the result message."""
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "s.cu"
+    src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())
+
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(grader.grade, "grade_file", failing)
+    r, w = os.pipe()
+    job = {"path": str(src), "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "name": "s.cu",
+           "display": "s.cu"}
+    worker.grade_job(job, worker.Channel(w))
+    os.close(w)
+    with os.fdopen(r) as f:
+        return json.loads(f.readline())["report"]
+
+
+def test_worker_rows_blame_the_grader_for_its_own_calls(tmp_path, monkeypatch):
+    report = _grade_job(tmp_path, monkeypatch, grader_call_failed("cuMemsetD32Async", "CUDA_ERROR_OUT_OF_MEMORY"))
+    assert (report["verdict"], report["stage"]) == ("error", "grader") and "faulted" not in report["reason"]
+    report = _grade_job(tmp_path, monkeypatch, RuntimeError("CUDA_ERROR_OUT_OF_MEMORY: out of memory"))
+    assert report["stage"] == "grader" and "please report it" in report["reason"]
+    report = _grade_job(tmp_path, monkeypatch, RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal access"))
+    assert report["stage"] == "run" and "the kernel faulted on the GPU: CUDA_ERROR_ILLEGAL_ADDRESS" in report["reason"]
+
+
+def test_no_gpu_is_still_exit_3_not_a_grader_fault(monkeypatch):
+    def no_gpu(device_id=0):
+        raise NoGpuError("test: no driver")
+
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert grader.grade.grade_file(GOLD).verdict == "no-gpu"
