@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from tabulate import tabulate
 
+from grader.jsonfloat import JsonFloat
 from grader.report import GradeReport, Verdict
 
 RESULT_SCHEMA_VERSION = 1
@@ -62,11 +63,11 @@ class BatchResult(BaseModel):
     error: str = ""
     stage: str | None = None
     details: str = ""
-    fraction: float | None = None
+    fraction: JsonFloat | None = None
     flags: list[str] = []
     gpu: str | None = None
     device: str | None = None
-    floor_gbs: float | None = None
+    floor_gbs: JsonFloat | None = None
     floor_version: str | None = None
     phases: dict[str, float] = {}
     grader_version: str = ""
@@ -197,9 +198,9 @@ class Gradebook(BaseModel):
     settings: dict[str, object] = {}
     cards: list[str] = []
     counts: dict[str, int]
-    floor_gbs_median: float | None = None
-    floor_gbs_min: float | None = None
-    floor_gbs_max: float | None = None
+    floor_gbs_median: JsonFloat | None = None
+    floor_gbs_min: JsonFloat | None = None
+    floor_gbs_max: JsonFloat | None = None
     rows: list[BatchResult]
 
 

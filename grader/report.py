@@ -15,6 +15,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.contract import Contract
 from grader.device import GpuInfo
+from grader.jsonfloat import FloatsAsWritten, JsonFloat
 from grader.verify import Verification
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu"]
@@ -50,12 +51,12 @@ class TableRow(BaseModel):
     version: str
     kernels: int
     floats_per_elem: int
-    ms: float
-    gbs: float
-    x_copy: float
-    spread: float
+    ms: JsonFloat
+    gbs: JsonFloat
+    x_copy: JsonFloat
+    spread: JsonFloat
     reps: int
-    rse: float
+    rse: JsonFloat
 
 
 class Flag(BaseModel):
@@ -92,14 +93,19 @@ class GradeReport(BaseModel):
     bench_cols: int | None = None
     table: list[TableRow] = []
     floor_version: str | None = None
-    floor_gbs: float | None = None
-    fraction: float | None = None
-    fraction_low: float | None = None
-    fraction_high: float | None = None
-    fraction_of_scalar_copy: float | None = None
+    floor_gbs: JsonFloat | None = None
+    fraction: JsonFloat | None = None
+    fraction_low: JsonFloat | None = None
+    fraction_high: JsonFloat | None = None
+    fraction_of_scalar_copy: JsonFloat | None = None
     borderline: bool = False
     flags: list[Flag] = []
     hints: list[str] = []
+
+    @classmethod
+    def model_json_schema(cls, *args, schema_generator=FloatsAsWritten, **kwargs):
+        """The JSON schema of what `--json` writes: every float admits "NaN", "Infinity" and "-Infinity"."""
+        return super().model_json_schema(*args, schema_generator=schema_generator, **kwargs)
 
 
 def render_text(r: GradeReport) -> str:
