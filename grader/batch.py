@@ -27,8 +27,9 @@ students who hand in the same bytes get a row each. A rerun of the same command 
 --retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row is regraded
 whenever a GPU is visible.
 
-Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
-name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT/results.json for Gradescope.
+Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md, OUT/scores.csv (scores
+out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`). --format gradescope (one
+submission) also writes OUT/results.json for Gradescope.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
@@ -328,7 +329,7 @@ def merge_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
                                 "files, or folders holding them) into one gradebook in OUT.",
                                 epilog="exit codes: 0 merged; 2 nothing readable to merge")
-    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json and summary.md")
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md and scores.csv")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return p
@@ -368,6 +369,8 @@ def batch_main(argv: list[str]) -> int:
         return _usage(str(err))
     if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
         print(f"grade batch: {plan.problem}; nothing was graded", file=sys.stderr)
+        if args.format == "gradescope":
+            gb.write_json(Path(args.out) / "results.json", gb.gradescope_not_graded(plan.problem))
         return plan.problem_exit
     settings = settings_for(args.arch, args.seed, plan.names)
     for it in items:

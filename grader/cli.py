@@ -22,7 +22,7 @@ import re
 import sys
 
 from grader import exercise
-from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, InputError
+from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, GraderFault, InputError
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU}
@@ -132,7 +132,7 @@ def _main(argv: list[str]) -> int:
         print("grade: error: give a .cu file to grade", file=sys.stderr)
         return EXIT_INPUT
     from grader.grade import grade_file
-    from grader.gradebook import gradescope_refusal, gradescope_results
+    from grader.gradebook import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.report import GradeReport, render_text
 
     try:
@@ -140,7 +140,9 @@ def _main(argv: list[str]) -> int:
     except GraderError as err:
         print(f"grade: {err}", file=sys.stderr)
         if args.format == "gradescope":
-            _emit(json.dumps(gradescope_refusal(str(err)), indent=2))
+            results = gradescope_not_graded(f"not graded: {err}") if isinstance(err, GraderFault) \
+                else gradescope_refusal(str(err))
+            _emit(json.dumps(results, indent=2))
         elif args.format == "json":
             refusal = GradeReport(file=args.file, verdict="error", stage=getattr(err, "stage", None) or "input",
                                   reason=str(err), details=getattr(err, "details", ""))

@@ -62,11 +62,15 @@ def test_install_without_the_nvrtc_library_is_one_line_and_exit_4(monkeypatch, c
     assert "NVRTC library (libnvrtc.so.13 or libnvrtc.so.12) was not found" in captured.err
 
 
-def test_install_error_in_json_is_stage_install(monkeypatch, capsys):
+def test_install_error_in_json_and_gradescope_is_not_a_grade(monkeypatch, capsys):
     monkeypatch.setattr(nvrtc, "nvrtcVersion", no_nvrtc_library)
     assert main([GOLD, "--json"]) == EXIT_GRADER
     report = json.loads(capsys.readouterr().out)
     assert (report["verdict"], report["stage"]) == ("error", "install")
+    assert main([GOLD, "--format", "gradescope"]) == EXIT_GRADER
+    results = json.loads(capsys.readouterr().out)
+    assert results["output"].startswith("not graded:") and results["extra_data"] == {"graded": False}
+    assert all(t["max_score"] == 0 for t in results["tests"])
 
 
 def test_the_api_raises_install_error(monkeypatch):

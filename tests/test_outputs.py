@@ -1,7 +1,10 @@
-"""Honest outputs (issue 9, part 5): the JSON schema describes what `--json` writes, for every kind of report."""
+"""Honest outputs (issue 9, part 5): the JSON schema describes what `--json` writes, for every kind of report;
+without a GPU Gradescope gets "not graded" and no points; the scores CSV for Gradescope's import."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 
@@ -147,3 +150,43 @@ def test_batch_rows_write_non_finite_floats_as_strings():
     data = json.loads(row.model_dump_json())
     assert data["fraction"] == "Infinity" and data["report"]["table"][2]["gbs"] == "NaN"
     assert gb.BatchResult.model_validate_json(row.model_dump_json()).fraction == math.inf
+
+
+# --- Gradescope without a GPU ----------------------------------------------------------------------------
+def assert_not_graded(results: dict) -> None:
+    assert results["output"].startswith("not graded: this autograder has no GPU")
+    assert results["score"] == 0.0 and results["extra_data"] == {"graded": False}
+    assert all(t["score"] == 0.0 and t["max_score"] == 0.0 for t in results["tests"])
+
+
+def test_gradescope_without_a_gpu_says_not_graded_and_gives_no_points(monkeypatch, capsys):
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([GOLD, "--format", "gradescope"]) == EXIT_NO_GPU
+    results = json.loads(capsys.readouterr().out)
+    assert_not_graded(results)
+    assert [t["status"] for t in results["tests"]] == ["passed"]  # what did run: compile, parameter list
+    assert "compiled for sm_90" in results["tests"][0]["output"]
+
+
+def test_gradescope_still_scores_a_compile_error_without_a_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([str(SUBMISSIONS / "compile_error.cu"), "--format", "gradescope"]) == 1
+    results = json.loads(capsys.readouterr().out)
+    assert results["score"] == 0 and sum(t["max_score"] for t in results["tests"]) == 10
+
+
+# --- the scores CSV for Gradescope's import --------------------------------------------------------------
+def _row(id: str, report: GradeReport) -> gb.BatchResult:
+    return gb.make_result(id=id, path=f"{id}.cu", key=id, sha256=None, report=report, grader_version="t")
+
+
+def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
+    rows = [_row("zoë@example.edu", gold_report()),
+            _row("李雷", never_written()),
+            _row("no_gpu_student", GradeReport(file="n.cu", verdict="no-gpu", reason="no GPU")),
+            _row("=cmd", GradeReport(file="g.cu", verdict="error", stage="grader", reason="cuMemGetInfo failed"))]
+    paths = gb.write_outputs(gb.build_gradebook(rows, "t", {}), tmp_path)
+    table = list(csv.reader(io.StringIO(paths["scores"].read_text(encoding="utf-8"))))
+    assert tuple(table[0]) == gb.SCORES_COLUMNS
+    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold"], ["", "1", "李雷", "fail"],
+                         ["", "", "no_gpu_student", "no-gpu"], ["", "", "'=cmd", "error"]]
