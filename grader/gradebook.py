@@ -2,6 +2,9 @@
 resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, markdown summary, and the
 scores CSV to import into Gradescope), and Gradescope's results.json for one submission (`gradescope_results`).
 
+The CSV files are UTF-8 with a byte order mark, so a spreadsheet shows non-ASCII names right. `fcntl` (POSIX
+only) is imported by ResultStore alone: `grade FILE` runs on macOS and Windows too; `grade batch` is Linux-only.
+
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
 can reach these outputs. Strings a student controls (file and folder names) are neutralised where a
@@ -12,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import fcntl
 import json
 import math
 import os
@@ -24,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from tabulate import tabulate
 
+from grader import exercise
 from grader.jsonfloat import JsonFloat
 from grader.report import GradeReport, Verdict
 
@@ -37,8 +40,12 @@ CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
 SCORES_COLUMNS = ("Email", "Score", "id", "verdict")
 """scores.csv, for Gradescope's score import: the email (the id when it is an email address), the score out of
 10 (POINTS_*; empty when not graded), the batch's id and verdict."""
-HISTOGRAM_BINS = [i / 10 for i in range(0, 11)] + [math.inf]
-"""Fraction histogram edges: 0.0-0.1, ..., 0.9-1.0, then 1.0 and above."""
+CSV_ENCODING = "utf-8-sig"
+"""UTF-8 with a byte order mark: spreadsheets read the file as UTF-8 (names such as Zoë or 李) instead of the
+system's legacy code page."""
+HISTOGRAM_BINS = sorted({i / 10 for i in range(0, 11)} | {exercise.SILVER, exercise.GOLD}) + [math.inf]
+"""Fraction histogram edges: 0.0-0.1, ..., 0.7-0.75, 0.75-0.8, 0.8-0.9, 0.9-1.0, then 1.0 and above: the grade
+thresholds (silver 0.75, gold 0.90) are edges, so no bin mixes two verdicts."""
 
 
 class BatchResult(BaseModel):
@@ -119,6 +126,8 @@ class ResultStore:
     """
 
     def __init__(self, path: Path) -> None:
+        import fcntl  # POSIX only, and only the batch needs it (module docstring)
+
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "a+b")
@@ -242,16 +251,16 @@ def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str,
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"gradebook{suffix}.csv", "json": out_dir / f"gradebook{suffix}.json",
              "summary": out_dir / f"summary{suffix}.md", "scores": out_dir / f"scores{suffix}.csv"}
-    _write_atomic(paths["csv"], gradebook_csv(book.rows))
+    _write_atomic(paths["csv"], gradebook_csv(book.rows), CSV_ENCODING)
     _write_atomic(paths["json"], book.model_dump_json(indent=2) + "\n")
     _write_atomic(paths["summary"], summary_markdown(book))
-    _write_atomic(paths["scores"], scores_csv(book.rows))
+    _write_atomic(paths["scores"], scores_csv(book.rows), CSV_ENCODING)
     return paths
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
+    with open(tmp, "w", encoding=encoding, newline="") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -317,7 +326,7 @@ def histogram(fractions: list[float], width: int = 40) -> str:
     lines = []
     for i, n in enumerate(counts):
         lo, hi = HISTOGRAM_BINS[i], HISTOGRAM_BINS[i + 1]
-        label = f"{lo:.1f} - {hi:.1f}" if hi != math.inf else f"{lo:.1f} +     "
+        label = f"{lo:.2f} - {hi:.2f}" if hi != math.inf else f"{lo:.2f} +     "
         bar = "#" * (round(n * width / top) if n else 0)
         lines.append(f"{label} | {n:4d} {bar}")
     return "\n".join(lines)

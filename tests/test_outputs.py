@@ -186,7 +186,9 @@ def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
             _row("no_gpu_student", GradeReport(file="n.cu", verdict="no-gpu", reason="no GPU")),
             _row("=cmd", GradeReport(file="g.cu", verdict="error", stage="grader", reason="cuMemGetInfo failed"))]
     paths = gb.write_outputs(gb.build_gradebook(rows, "t", {}), tmp_path)
-    table = list(csv.reader(io.StringIO(paths["scores"].read_text(encoding="utf-8"))))
+    raw = paths["scores"].read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with BOM: a spreadsheet reads the names right
+    table = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert tuple(table[0]) == gb.SCORES_COLUMNS
     assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold"], ["", "1", "李雷", "fail"],
                          ["", "", "no_gpu_student", "no-gpu"], ["", "", "'=cmd", "error"]]
