@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader import exercise
+from grader import __version__, exercise
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import kernel_args, plan_launch
 from grader.device import Gpu, open_gpu
@@ -50,7 +50,7 @@ def versions() -> dict[str, str]:
     """Versions of the CUDA Python packages and NVRTC in use."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {}
+    out = {"grader": __version__}
     for pkg in ("cuda-core", "cuda-bindings"):
         try:
             out[pkg] = version(pkg)

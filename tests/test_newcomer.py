@@ -1,14 +1,18 @@
-"""A newcomer's first minutes (issue 9, part 6): no POSIX-only import on the single-file path, the
-histogram's bins, a spreadsheet-safe CSV."""
+"""A newcomer's first minutes (issue 9, part 6): "Seed:" only when inputs were drawn, versions in the text
+report, no POSIX-only import on the single-file path, the histogram's bins, a spreadsheet-safe CSV."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import grader
+import grader.grade
 from grader import gradebook as gb
-from grader.errors import EXIT_NO_GPU
-from grader.report import GradeReport
+from grader.cli import main
+from grader.errors import EXIT_NO_GPU, NoGpuError
+from grader.report import GradeReport, render_text
+from grader.verify import Verification
 
 from conftest import ROOT, SUBMISSIONS
 
@@ -19,6 +23,22 @@ GOLD = str(SUBMISSIONS / "gold_float4.cu")
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout,
                           cwd=ROOT)
+
+
+def test_seed_only_when_inputs_were_drawn():
+    report = GradeReport(file="s.cu", verdict="no-gpu", reason="no GPU", seed=42)
+    assert "Seed:" not in render_text(report)
+    report.verification.append(Verification(rows=101, cols=97, passed=False, total=9797, message="wrong"))
+    assert "Seed: 42 (replay with --seed 42)" in render_text(report)
+
+
+def test_versions_in_the_text_report(monkeypatch, capsys):
+    monkeypatch.setattr(grader.grade, "open_gpu", lambda device_id=0: (_ for _ in ()).throw(NoGpuError("test")))
+    assert main([GOLD]) == EXIT_NO_GPU
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("Versions:"))
+    assert f"grader {grader.__version__}" in line and "cuda-core" in line and "nvrtc" in line
+    assert "Seed:" not in out
 
 
 def test_the_single_file_path_needs_no_posix_only_module():
