@@ -21,6 +21,7 @@ import os
 import re
 import sys
 
+import grader
 from grader import exercise
 from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, GraderFault, InputError
 
@@ -90,6 +91,8 @@ def single_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     p.add_argument("file", nargs="?", help="the submission's .cu file")
+    p.add_argument("more", nargs="*", help=argparse.SUPPRESS)  # a second file: pointed to `grade batch`
+    p.add_argument("--version", action="version", version=f"grade {grader.__version__}")
     p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
                    help="text report (default); json: one GradeReport (schema: grade --json-schema); "
                         "gradescope: Gradescope's results.json")
@@ -121,7 +124,12 @@ def _main(argv: list[str]) -> int:
         from grader.batch import main as batch_main
 
         return batch_main(argv)
-    args = single_parser().parse_args(argv)
+    parser = single_parser()
+    args = parser.parse_args(argv)
+    if args.more:
+        files = " ".join([args.file, *args.more])
+        parser.error(f"grade takes one file; to grade {1 + len(args.more)} files use: "
+                     f"grade batch {files} --out results")
     if args.json_schema:
         from grader.report import GradeReport
 
@@ -134,9 +142,11 @@ def _main(argv: list[str]) -> int:
     from grader.grade import grade_file
     from grader.gradebook import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.report import GradeReport, render_text
+    from grader.terminal import StageLine
 
     try:
-        report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device)
+        with StageLine(args.file) as on_stage:
+            report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=on_stage)
     except GraderError as err:
         print(f"grade: {err}", file=sys.stderr)
         if args.format == "gradescope":

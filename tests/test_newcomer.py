@@ -1,17 +1,22 @@
-"""A newcomer's first minutes (issue 9, part 6): "Seed:" only when inputs were drawn, versions in the text
-report, no POSIX-only import on the single-file path, the histogram's bins, a spreadsheet-safe CSV."""
+"""A newcomer's first minutes (issue 9, part 6): --version and `python -m grader`, two files pointed to `grade
+batch`, "Seed:" only when inputs were drawn, versions in the text report, the stage line on a terminal only,
+no POSIX-only import on the single-file path, the histogram's bins, a spreadsheet-safe CSV."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+
+import pytest
 
 import grader
 import grader.grade
 from grader import gradebook as gb
 from grader.cli import main
-from grader.errors import EXIT_NO_GPU, NoGpuError
+from grader.errors import EXIT_INPUT, EXIT_NO_GPU, NoGpuError
 from grader.report import GradeReport, render_text
+from grader.terminal import StageLine
 from grader.verify import Verification
 
 from conftest import ROOT, SUBMISSIONS
@@ -23,6 +28,26 @@ GOLD = str(SUBMISSIONS / "gold_float4.cu")
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout,
                           cwd=ROOT)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"grade {grader.__version__}"
+
+
+def test_python_dash_m_grader_is_the_grade_command():
+    r = run("-m", "grader", "--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"grade {grader.__version__}"
+    r = run("-m", "grader", "does/not/exist.cu")
+    assert r.returncode == EXIT_INPUT and "no such file" in r.stderr
+
+
+def test_two_files_point_to_grade_batch(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["a.cu", "b.cu"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == EXIT_INPUT and "grade batch a.cu b.cu --out results" in err
 
 
 def test_seed_only_when_inputs_were_drawn():
@@ -39,6 +64,26 @@ def test_versions_in_the_text_report(monkeypatch, capsys):
     line = next(ln for ln in out.splitlines() if ln.startswith("Versions:"))
     assert f"grader {grader.__version__}" in line and "cuda-core" in line and "nvrtc" in line
     assert "Seed:" not in out
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_stage_line_on_a_terminal_only(capsys):
+    tty = Tty()
+    with StageLine("s.cu", tty) as line:
+        line("compile")
+        assert "grade: compiling s.cu ..." in tty.getvalue()
+        line("time")
+    assert tty.getvalue().endswith("\r\x1b[K") and "timing" in tty.getvalue()
+    pipe = io.StringIO()
+    with StageLine("s.cu", pipe) as line:
+        line("compile")
+    assert pipe.getvalue() == ""
+    assert main([str(SUBMISSIONS / "compile_error.cu")]) == 1
+    assert "\r" not in capsys.readouterr().err  # stderr is not a terminal here
 
 
 def test_the_single_file_path_needs_no_posix_only_module():
