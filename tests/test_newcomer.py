@@ -1,6 +1,7 @@
 """A newcomer's first minutes (issue 9, part 6): --version and `python -m grader`, two files pointed to `grade
-batch`, "Seed:" only when inputs were drawn, versions in the text report, the stage line on a terminal only,
-no POSIX-only import on the single-file path, the histogram's bins, a spreadsheet-safe CSV."""
+batch`, a .cpp or .c file refused, "Seed:" only when inputs were drawn, versions in the text report, the stage
+line on a terminal only, no POSIX-only import on the single-file path, the histogram's bins, a
+spreadsheet-safe CSV."""
 
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ def test_two_files_point_to_grade_batch(capsys):
         main(["a.cu", "b.cu"])
     err = capsys.readouterr().err
     assert exit_.value.code == EXIT_INPUT and "grade batch a.cu b.cu --out results" in err
+
+
+@pytest.mark.parametrize("name, kind", [("k.cpp", "a C++ file (.cpp)"), ("k.c", "a C file (.c)"),
+                                        ("k.cuh", "a C++ file (.cuh)"), ("kernel", "no extension")])
+def test_a_file_that_is_not_cu_is_refused(tmp_path, capsys, name, kind):
+    p = tmp_path / name
+    p.write_text((SUBMISSIONS / "gold_float4.cu").read_text())
+    assert main([str(p)]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert kind in err and "give the .cu file" in err
 
 
 def test_seed_only_when_inputs_were_drawn():
