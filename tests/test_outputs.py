@@ -1,25 +1,27 @@
 """Honest outputs (issue 9, part 5): the JSON schema describes what `--json` writes, for every kind of report;
-without a GPU Gradescope gets "not graded" and no points; the scores CSV for Gradescope's import."""
+without a GPU Gradescope gets "not graded" and no points; the scores CSV for Gradescope's import; benchmarks
+refuse to print a figure without a GPU."""
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import math
 
 import numpy as np
+import pytest
 
 import grader.grade
 from grader import gradebook as gb
 from grader.cli import main
-from grader.errors import EXIT_NO_GPU, NoGpuError
+from grader.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
 from grader.jsonfloat import NON_FINITE
 from grader.report import CompileSummary, GradeReport, TableRow
 from grader.verify import Verification, compare
 
-from conftest import SUBMISSIONS
-
+from conftest import ROOT, SUBMISSIONS
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 
@@ -192,3 +194,30 @@ def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
     assert tuple(table[0]) == gb.SCORES_COLUMNS
     assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold"], ["", "1", "李雷", "fail"],
                          ["", "", "no_gpu_student", "no-gpu"], ["", "", "'=cmd", "error"]]
+
+
+# --- benchmarks without a GPU ----------------------------------------------------------------------------
+def load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["batch_throughput", "stability", "reference_perf", "rope_perf"])
+def test_benchmarks_exit_3_without_a_gpu_and_print_no_figure(name, tmp_path, monkeypatch, capsys):
+    module = load_benchmark(name)
+    if name == "batch_throughput":
+        monkeypatch.setattr(module, "probe_gpus", lambda: (0, [], "test: no NVIDIA driver"))
+        args = ["--copies", "1", "--json", str(tmp_path / "t.json")]
+    else:
+        monkeypatch.setattr(module, "open_gpu", no_gpu)
+        args = ["--out", str(tmp_path / "t.json")]
+    assert module.main(args) == EXIT_NO_GPU
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and "no GPU" in captured.err
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_exit_4_is_distinct_from_fail():
+    assert EXIT_GRADER == 4 and EXIT_GRADER not in (0, 1, 2, 3)
