@@ -1,13 +1,15 @@
 """A newcomer's first minutes (issue 9, part 6): --version and `python -m grader`, two files pointed to `grade
 batch`, a .cpp or .c file refused, "Seed:" only when inputs were drawn, versions in the text report, the stage
-line on a terminal only, no POSIX-only import on the single-file path, the histogram's bins, a
-spreadsheet-safe CSV."""
+line on a terminal only, no POSIX-only import on the single-file path, the declared dependencies, the
+histogram's bins, a spreadsheet-safe CSV, and an sdist that holds what its tests need."""
 
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -104,6 +106,12 @@ def test_the_single_file_path_needs_no_posix_only_module():
     assert r.returncode in (0, EXIT_NO_GPU) and "Traceback" not in r.stderr, r.stderr
 
 
+def test_cuda_bindings_is_a_declared_dependency():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(dep.startswith("cuda-bindings") for dep in project["dependencies"])
+
+
 def test_histogram_bins_split_at_the_grade_thresholds():
     assert {0.75, 0.9} <= set(gb.HISTOGRAM_BINS)
     lines = gb.histogram([0.7499, 0.75, 0.8999, 0.9]).splitlines()
@@ -120,3 +128,23 @@ def test_gradebook_csv_opens_in_a_spreadsheet_with_non_ascii_names(tmp_path):
     paths = gb.write_outputs(gb.build_gradebook(rows, "t", {}), tmp_path)
     raw = paths["csv"].read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf") and "Zoë Çelik 李雷".encode() in raw
+
+
+def test_sdist_holds_what_its_tests_need(tmp_path):
+    pytest.importorskip("setuptools")
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.egg-info", "build",
+                                                             "dist", "results", ".pytest_cache"))
+    code = "from setuptools import build_meta; print(build_meta.build_sdist('dist'))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=src, timeout=300)
+    if r.returncode != 0 and "No module named" in r.stderr:
+        pytest.skip(f"setuptools cannot build here: {r.stderr.strip().splitlines()[-1]}")
+    assert r.returncode == 0, r.stderr
+    with tarfile.open(src / "dist" / r.stdout.strip().splitlines()[-1]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    needed = {"tests/conftest.py", "tests/fake_gpu.py", "tests/fake_worker.py", "benchmarks/reference_perf.py",
+              "benchmarks/batch_throughput.py", "grader/kernels/check.cu", "reference_kernels/rope.cu"}
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")}
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "data").rglob("*.cu")}
+    needed |= {str(p.relative_to(ROOT)) for p in SUBMISSIONS.glob("*.cu")}
+    assert needed - names == set()
