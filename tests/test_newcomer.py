@@ -1,7 +1,7 @@
 """A newcomer's first minutes (issue 9, part 6): --version and `python -m grader`, two files pointed to `grade
 batch`, a .cpp or .c file refused, "Seed:" only when inputs were drawn, versions in the text report, the stage
 line on a terminal only, no POSIX-only import on the single-file path, the declared dependencies, the
-histogram's bins, a spreadsheet-safe CSV, and an sdist that holds what its tests need."""
+histogram's bins, a spreadsheet-safe CSV, the Python API, and an sdist that holds what its tests need."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from grader.terminal import StageLine
 from grader.verify import Verification
 
 from conftest import ROOT, SUBMISSIONS
-
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 
@@ -128,6 +127,20 @@ def test_gradebook_csv_opens_in_a_spreadsheet_with_non_ascii_names(tmp_path):
     paths = gb.write_outputs(gb.build_gradebook(rows, "t", {}), tmp_path)
     raw = paths["csv"].read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf") and "Zoë Çelik 李雷".encode() in raw
+
+
+def test_python_api_for_notebooks():
+    code = ("import sys, grader; assert 'grader.grade' not in sys.modules and 'numpy' not in sys.modules\n"
+            "from grader import grade_file, render_text, GradeReport\n"
+            f"r = grade_file({GOLD!r}); assert isinstance(r, GradeReport)\n"
+            "print(r.verdict); print(render_text(r).splitlines()[0])")
+    r = run("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] in ("gold", "silver", "fail", "no-gpu")
+    assert "gold_float4.cu: biasGeluFused" in r.stdout
+    assert set(grader.__all__) >= {"grade_file", "render_text", "GradeReport"}
+    with pytest.raises(AttributeError):
+        grader.not_a_name  # noqa: B018
 
 
 def test_sdist_holds_what_its_tests_need(tmp_path):
