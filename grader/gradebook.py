@@ -3,7 +3,8 @@ resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, m
 scores CSV to import into Gradescope), and Gradescope's results.json for one submission (`gradescope_results`).
 
 The CSV files are UTF-8 with a byte order mark, so a spreadsheet shows non-ASCII names right. `fcntl` (POSIX
-only) is imported by ResultStore alone: `grade FILE` runs on macOS and Windows too; `grade batch` is Linux-only.
+only) is imported by ResultStore alone, so `grade FILE` (which uses the Gradescope functions) also runs on
+Windows; `grade batch` is Linux-only.
 
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
