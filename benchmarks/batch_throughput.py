@@ -19,6 +19,9 @@ Figures (written to --json, and printed):
                          wall_s x GPUs - sum of the jobs' wall
   by_example             mean total seconds and verdicts per example
 The issue's goal on the H200 is at least 30 submissions per minute per GPU.
+
+Needs a CUDA GPU: without one it exits 3 with the reason and prints no figure (a batch of static checks says
+nothing about grading throughput). Exit 1 if the batch fails.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ from pathlib import Path
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.batch import probe_gpus  # noqa: E402
+from grader.errors import EXIT_NO_GPU  # noqa: E402
+
 PHASES = ("start", "read", "context", "compile", "verify", "time", "other", "total", "wall")
 GOAL_PER_MINUTE_PER_GPU = 30
 
@@ -48,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=str(ROOT / "results" / "batch_throughput.json"), help="where to write the figures")
     p.add_argument("--run-limit", default="120", help="passed to grade batch --run-limit")
     args = p.parse_args(argv)
+    count, _, reason = probe_gpus()
+    if count == 0:
+        print(f"batch_throughput: no GPU ({reason}); nothing measured (static checks alone say nothing about "
+              "grading throughput)", file=sys.stderr)
+        return EXIT_NO_GPU
     names = [n.strip() for n in args.examples.split(",") if n.strip()] or sorted(
         f.stem for f in (ROOT / "submissions").glob("*.cu"))
     with tempfile.TemporaryDirectory(prefix="batch-throughput-") as tmp:
@@ -62,12 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - t0
-        if proc.returncode not in (0, 3):
+        if proc.returncode == EXIT_NO_GPU:
+            print("batch_throughput: grade batch found no GPU; nothing measured", file=sys.stderr)
+            return EXIT_NO_GPU
+        if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             print(f"grade batch exited {proc.returncode}", file=sys.stderr)
             return 1
         rows = json.loads((out / "gradebook.json").read_text())["rows"]
-    figures = summarise(rows, wall, names, args.copies, no_gpu=proc.returncode == 3)
+    figures = summarise(rows, wall, names, args.copies)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     print_figures(figures)
@@ -75,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def summarise(rows: list[dict], wall: float, names: list[str], copies: int, no_gpu: bool) -> dict:
+def summarise(rows: list[dict], wall: float, names: list[str], copies: int) -> dict:
     """The benchmark's figures (module docstring) from the gradebook's rows and the batch's wall time."""
     devices = sorted({r["device"] for r in rows if r.get("device") is not None})
     gpus = max(1, len(devices))
@@ -98,7 +114,6 @@ def summarise(rows: list[dict], wall: float, names: list[str], copies: int, no_g
         "submissions": len(rows),
         "examples": names,
         "copies": copies,
-        "no_gpu": no_gpu,
         "cards": sorted({r["gpu"] for r in rows if r.get("gpu")}),
         "gpus": gpus if devices else 0,
         "wall_s": wall,

@@ -30,16 +30,19 @@ students who hand in the same bytes get a row each. A rerun of the same command 
 --retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row is regraded
 whenever a GPU is visible; a busy row (the GPU was shared while timing) always.
 
-Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md (with --shard K/N, each
-name gets `.shard-K-of-N`). --format gradescope (one submission) also writes OUT/results.json for Gradescope.
+Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md, OUT/scores.csv (scores
+out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`). --format gradescope (one
+submission) also writes OUT/results.json for Gradescope.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
   2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, no
-     NVRTC sandbox on this machine without --unsandboxed
+     NVRTC sandbox on this machine without --unsandboxed, a GPU the installed NVRTC cannot compile for
+     (nothing graded)
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
-  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), a worker could not start, or a row is
-     busy (the GPU was shared while timing); run the same command again to finish
+  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), a worker could not start, a row is busy
+     (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing: nothing graded,
+     no row written); run the same command again to finish
 """
 
 from __future__ import annotations
@@ -275,30 +278,44 @@ def result_key(item: Item, settings: dict[str, object]) -> str:
 # --- GPUs ----------------------------------------------------------------------------------------------
 @dataclass
 class GpuPlan:
-    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, and why there is
-    no GPU when there is none."""
+    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, why there is no GPU
+    when there is none, and `problem`: why nothing can be graded here at all (an incomplete install, a GPU the
+    installed NVRTC cannot compile for), with the exit code `problem_exit` the batch stops with."""
 
     entries: list[str | None]
     names: list[str]
     reason: str = ""
+    problem: str = ""
+    problem_exit: int = 0
 
 
-def probe_gpus() -> tuple[int, list[str], str]:
-    """(count, names, reason) of the GPUs visible to this process's environment, found by a short-lived
-    child (this process never initialises CUDA: a forked or later-spawned CUDA user must start clean)."""
+def run_probe() -> dict:
+    """The answer of a short-lived `python -m grader.worker --probe` child (grader.worker.probe): count, names
+    and reason, plus problem and exit when nothing can be graded (this process never initialises CUDA: a
+    forked or later-spawned CUDA user must start clean). A probe that fails means no GPU, with the reason."""
     try:
         out = subprocess.run(PROBE_COMMAND, capture_output=True,
                              timeout=PROBE_TIMEOUT, env=child_env(None), cwd=tempfile.gettempdir(), text=True)
         info = json.loads(out.stdout.strip().splitlines()[-1])
-        return int(info["count"]), list(info["names"]), str(info.get("reason", ""))[:120]
+        return {**info, "count": int(info["count"]), "names": list(info["names"])}
     except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
-        return 0, [], f"the GPU probe failed ({type(err).__name__})"
+        return {"count": 0, "names": [], "reason": f"the GPU probe failed ({type(err).__name__})"}
+
+
+def probe_gpus() -> tuple[int, list[str], str]:
+    """(count, names, reason) of the GPUs visible to this process's environment (run_probe)."""
+    info = run_probe()
+    return info["count"], info["names"], str(info.get("reason", ""))[:120]
 
 
 def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
     """One slot per visible GPU (or per entry of `gpus`, positions among the visible ones, e.g. '0,2');
     `workers` slots without a GPU when none is visible."""
-    count, names, reason = probe_gpus()
+    info = run_probe()
+    count, names, reason = info["count"], info["names"], str(info.get("reason", ""))[:120]
+    if info.get("problem"):
+        return GpuPlan(entries=[], names=names, reason=reason, problem=str(info["problem"]),
+                       problem_exit=int(info.get("exit", EXIT_INCOMPLETE)))
     if count == 0:
         return GpuPlan(entries=[None] * max(1, workers), names=[], reason=reason)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -318,8 +335,9 @@ def batch_parser() -> argparse.ArgumentParser:
         prog="grade batch",
         description="Grade a class: every submission compiled, verified and timed in its own process, one per "
         "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
-        epilog="exit codes: 0 every submission has a row; 2 usage error; 3 no GPU (static checks only); "
-        "4 incomplete (--limit or interrupted: run again to finish)",
+        epilog="exit codes: 0 every submission has a row; 2 usage error (or a GPU the installed NVRTC cannot "
+        "compile for); 3 no GPU (static checks only); 4 incomplete (--limit or interrupted: run again to finish; "
+        "or the install lacks its CUDA extra)",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
                    "per student holding one .cu), or .cu files")
@@ -355,7 +373,7 @@ def merge_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
                                 "files, or folders holding them) into one gradebook in OUT.",
                                 epilog="exit codes: 0 merged; 2 nothing readable to merge")
-    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json and summary.md")
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md and scores.csv")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return p
@@ -389,6 +407,15 @@ def batch_main(argv: list[str]) -> int:
         return _usage(message)
     if not items:
         return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    try:
+        plan = plan_gpus(args.gpus, args.workers)
+    except ValueError as err:
+        return _usage(str(err))
+    if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
+        print(f"grade batch: {plan.problem}; nothing was graded", file=sys.stderr)
+        if args.format == "gradescope":
+            gb.write_json(Path(args.out) / "results.json", gb.gradescope_not_graded(plan.problem))
+        return plan.problem_exit
     box = sandbox.state()
     if not box.available and not args.unsandboxed:
         return _usage(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
@@ -397,10 +424,6 @@ def batch_main(argv: list[str]) -> int:
     if not box.available:
         print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
               "gradebook", file=sys.stderr)
-    try:
-        plan = plan_gpus(args.gpus, args.workers)
-    except ValueError as err:
-        return _usage(str(err))
     settings = settings_for(args.arch, args.seed, plan.names)
     for it in items:
         it.key = result_key(it, settings)

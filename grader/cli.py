@@ -9,7 +9,8 @@
 --format json an input error still prints one GradeReport (verdict "error", stage "input") on stdout.
 
 Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
-check that needs no GPU ran and passed); 5 not graded, the GPU was busy.
+check that needs no GPU ran and passed); 4 not graded through no fault of the submission (the install lacks
+its CUDA extra, or a CUDA call of the grader's own failed); 5 not graded, the GPU was busy.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import os
 import re
 import sys
 
+import grader
 from grader import exercise
-from grader.errors import EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError
+from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, GraderFault,
+                           InputError)
 from grader.text import printable
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
@@ -29,6 +32,7 @@ EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "e
 
 EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
 faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one);
+4 not graded, not the submission's fault (install without its CUDA extra, or the grader's own CUDA call failed);
 5 not graded: the GPU was busy while timing (run again)"""
 
 
@@ -40,6 +44,13 @@ def arch_type(value: str) -> str:
     """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
     if not ARCH_PATTERN.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
+    from grader.toolkit import check_arch, install_problem
+
+    if install_problem() is None:  # else grading stops on the install first, with the pip command
+        try:
+            check_arch(value)
+        except InputError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
     return value
 
 
@@ -94,6 +105,8 @@ def single_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     p.add_argument("file", nargs="?", help="the submission's .cu file")
+    p.add_argument("more", nargs="*", help=argparse.SUPPRESS)  # a second file: pointed to `grade batch`
+    p.add_argument("--version", action="version", version=f"grade {grader.__version__}")
     p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
                    help="text report (default); json: one GradeReport (schema: grade --json-schema); "
                         "gradescope: Gradescope's results.json")
@@ -128,7 +141,12 @@ def _main(argv: list[str]) -> int:
         from grader.batch import main as batch_main
 
         return batch_main(argv)
-    args = single_parser().parse_args(argv)
+    parser = single_parser()
+    args = parser.parse_args(argv)
+    if args.more:
+        files = " ".join([args.file, *args.more])
+        parser.error(f"grade takes one file; to grade {1 + len(args.more)} files use: "
+                     f"grade batch {files} --out results")
     if args.json_schema:
         from grader.report import GradeReport
 
@@ -140,11 +158,14 @@ def _main(argv: list[str]) -> int:
         return EXIT_INPUT
     from grader import sandbox
     from grader.grade import grade_file
-    from grader.gradebook import gradescope_refusal, gradescope_results
+    from grader.gradebook import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.report import GradeReport, render_text
+    from grader.terminal import StageLine
+
+    from grader.toolkit import install_problem
 
     box = sandbox.state()
-    if not box.available:
+    if not box.available and install_problem() is None:  # else grading stops on the install, with the fix
         print(f"grade: warning: no sandbox around NVRTC here ({box.reason}); the include filter alone keeps "
               "a file from reading this machine's files", file=sys.stderr)
     from grader.watchdog import DEFAULT_RUN_LIMIT_S, EXIT_INTERRUPTED, Watchdog, stage_limits
@@ -163,14 +184,21 @@ def _main(argv: list[str]) -> int:
 
     dog = Watchdog(stage_limits(args.run_limit or DEFAULT_RUN_LIMIT_S), expired).start()
     try:
-        report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=dog.stage)
+        with StageLine(args.file) as show_stage:
+            def on_stage(name: str) -> None:
+                dog.stage(name)
+                show_stage(name)
+
+            report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=on_stage)
     except KeyboardInterrupt:
         print("grade: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except GraderError as err:
         print(f"grade: {printable(str(err), None)}", file=sys.stderr)
         if args.format == "gradescope":
-            _emit(json.dumps(gradescope_refusal(str(err)), indent=2))
+            results = gradescope_not_graded(f"not graded: {err}") if isinstance(err, GraderFault) \
+                else gradescope_refusal(str(err))
+            _emit(json.dumps(results, indent=2))
         elif args.format == "json":
             refusal = GradeReport(file=args.file, verdict="error", stage=getattr(err, "stage", None) or "input",
                                   reason=str(err), details=getattr(err, "details", ""))

@@ -18,7 +18,15 @@ from pydantic import BaseModel
 
 from grader import exercise
 from grader.compile import Compiled
-from grader.errors import NoGpuError, SubmissionError
+from grader.errors import GraderError, GraderFault, NoGpuError, SubmissionError
+
+KERNEL_FAULTS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_LAUNCH_TIMEOUT",
+})
+"""Sticky errors a kernel leaves in its context (a fault, a trap, an assert): any later call, the grader's own
+included, returns one of these. Every other error of a grader's call is the grader's (GraderFault)."""
 
 
 class GpuInfo(BaseModel):
@@ -87,9 +95,41 @@ def open_gpu(device_id: int = 0) -> "Gpu":
         raise NoGpuError(f"device {device_id} requested, but only {count} CUDA device(s) are visible")
     from cuda.core import Device
 
-    dev = Device(device_id)
-    dev.set_current()
-    return Gpu(dev)
+    try:
+        dev = Device(device_id)
+        dev.set_current()
+        return Gpu(dev)
+    except GraderError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a context the driver would not create (memory, exclusive mode)
+        raise grader_call_failed(f"opening CUDA device {device_id}", err) from None
+
+
+def visible_arches() -> list[str]:
+    """The architecture ('sm_90') of each CUDA device this process sees, in visible_gpus()'s order; call it
+    after visible_gpus() (which initialises CUDA). Creates no context."""
+    from cuda.bindings import driver
+
+    attr = driver.CUdevice_attribute
+    out = []
+    for i in range(driver.cuDeviceGetCount()[1]):
+        _, dev = driver.cuDeviceGet(i)
+        _, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        out.append(f"sm_{major}{minor}")
+    return out
+
+
+def grader_call_failed(what: str, err: "BaseException | str") -> GraderError:
+    """The error for a failed CUDA call of the grader's own (`what`, e.g. "cuMemGetInfo"): the submission's
+    SubmissionError(stage "run") when the error is a fault its kernel left behind (KERNEL_FAULTS), else a
+    GraderFault (exit 4) saying it is not the submission's doing."""
+    name = err if isinstance(err, str) else cuda_error_name(err)
+    if name in KERNEL_FAULTS:
+        return SubmissionError("run", f"the kernel faulted on the GPU: {name}")
+    detail = name or (str(err).splitlines() or [type(err).__name__])[0][:200]
+    return GraderFault(f"the grader's own CUDA call ({what}) failed: {detail}; this is not the submission's "
+                       "doing: run again, and report it if it happens again")
 
 
 class Gpu:
@@ -105,8 +145,8 @@ class Gpu:
         self._timing = EventOptions(timing_enabled=True)
         props = device.properties
         cc = device.compute_capability
-        free, total = self._call(driver.cuMemGetInfo())
-        version = self._call(driver.cuDriverGetVersion())
+        free, total = self._call(driver.cuMemGetInfo(), "cuMemGetInfo")
+        version = self._call(driver.cuDriverGetVersion(), "cuDriverGetVersion")
         self.info = GpuInfo(
             name=device.name,
             compute_capability=f"{cc.major}.{cc.minor}",
@@ -175,33 +215,40 @@ class Gpu:
 
     # --- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int):
-        """A device allocation of `nbytes` (a cuda.core Buffer, 256-byte aligned or better)."""
-        return self.device.allocate(nbytes, stream=self.stream)
+        """A device allocation of `nbytes` (a cuda.core Buffer, 256-byte aligned or better). Raises
+        GraderFault when the driver refuses it (out of memory), SubmissionError after a kernel fault."""
+        try:
+            return self.device.allocate(nbytes, stream=self.stream)
+        except Exception as err:  # noqa: BLE001 - cuda.core's CUDAError
+            raise grader_call_failed(f"allocating {nbytes} bytes", err) from None
 
     def upload(self, dst: "int | object", host: np.ndarray) -> None:
         """Copy a contiguous host array to device address `dst` (an int or anything with `.ptr`), synchronously."""
         host = np.ascontiguousarray(host)
-        self._call(self._driver.cuMemcpyHtoDAsync(address(dst), host.ctypes.data, host.nbytes, self.stream.handle))
+        self._call(self._driver.cuMemcpyHtoDAsync(address(dst), host.ctypes.data, host.nbytes, self.stream.handle),
+                   "cuMemcpyHtoDAsync")
         self.sync()
 
     def download(self, src: "int | object", count: int, dtype) -> np.ndarray:
         """Copy `count` elements of `dtype` from device address `src` to a new host array, synchronously."""
         host = np.empty(count, dtype=dtype)
-        self._call(self._driver.cuMemcpyDtoHAsync(host.ctypes.data, address(src), host.nbytes, self.stream.handle))
+        self._call(self._driver.cuMemcpyDtoHAsync(host.ctypes.data, address(src), host.nbytes, self.stream.handle),
+                   "cuMemcpyDtoHAsync")
         self.sync()
         return host
 
     def fill_words(self, dst: "int | object", word: int, count: int) -> None:
         """Set `count` 32-bit words at `dst` to `word` (asynchronous, on the grader's stream)."""
-        self._call(self._driver.cuMemsetD32Async(address(dst), word, count, self.stream.handle))
+        self._call(self._driver.cuMemsetD32Async(address(dst), word, count, self.stream.handle), "cuMemsetD32Async")
 
     def copy(self, dst: "int | object", src: "int | object", nbytes: int) -> None:
         """Device-to-device copy of `nbytes` on the grader's stream (cuMemcpyDtoDAsync), asynchronous."""
-        self._call(self._driver.cuMemcpyDtoDAsync(address(dst), address(src), nbytes, self.stream.handle))
+        self._call(self._driver.cuMemcpyDtoDAsync(address(dst), address(src), nbytes, self.stream.handle),
+                   "cuMemcpyDtoDAsync")
 
     def free_bytes(self) -> int:
         """Free device memory now, in bytes."""
-        free, _ = self._call(self._driver.cuMemGetInfo())
+        free, _ = self._call(self._driver.cuMemGetInfo(), "cuMemGetInfo")
         return int(free)
 
     # --- the GPU's other users (NVML, through cuda.core.system) ---------------------------------
@@ -239,12 +286,17 @@ class Gpu:
     # --- timing --------------------------------------------------------------------------------
     def record(self):
         """Record a timing event on the grader's stream; `later - earlier` of two such events is in ms."""
-        return self.stream.record(options=self._timing)
+        try:
+            return self.stream.record(options=self._timing)
+        except Exception as err:  # noqa: BLE001 - cuda.core's CUDAError
+            raise grader_call_failed("recording a timing event", err) from None
 
-    def _call(self, result):
+    def _call(self, result, what: str = "a driver call"):
+        """The value(s) of a cuda.bindings driver call's result tuple; a failed status raises
+        grader_call_failed's error (the submission's only for a fault its kernel left behind)."""
         status, *rest = result
         if status != self._driver.CUresult.CUDA_SUCCESS:
-            raise SubmissionError("run", f"CUDA call failed: {status.name}")
+            raise grader_call_failed(what, status.name)
         return rest[0] if len(rest) == 1 else tuple(rest)
 
 

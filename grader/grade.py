@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader import exercise, sandbox
+from grader import __version__, exercise, sandbox
 from grader.capture import Captured, capture_stdout
 from grader.contention import Busy, describe, disturbed, gpu_turn, wait_for_quiet
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
@@ -24,6 +24,7 @@ from grader.hints import code_hints
 from grader.report import CompileSummary, GradeReport, TableRow, Verdict
 from grader.signature import check_params, source_signature
 from grader.source import read_submission
+from grader.toolkit import check_arch, require_cuda
 from grader.timing import (FLOOR_SCALAR, TARGET_RSE, AlternatingTimer, CopyFloor, InputFiller, TimingStats,
                            bench_shape, gbs)
 from grader.verify import DeviceCheck, Verification, verify
@@ -51,7 +52,7 @@ def versions() -> dict[str, str]:
     """Versions of the CUDA Python packages and NVRTC in use."""
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {}
+    out = {"grader": __version__}
     for pkg in ("cuda-core", "cuda-bindings"):
         try:
             out[pkg] = version(pkg)
@@ -79,10 +80,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
     on_stage: called with each name of STAGES as that stage starts (grader.worker times phases and applies
     the batch's compile and run time limits with it).
-    Raises InputError (exit 2) for unreadable input; every problem of the submission itself is a report
-    with verdict "error" or "fail".
+    Raises InputError (exit 2) for unreadable input or a target the installed NVRTC cannot compile for,
+    InstallError (exit 4) when the CUDA extra is missing, GraderFault (exit 4) when a CUDA call of the grader's
+    own fails; every problem of the submission itself is a report with verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
+    require_cuda()
     stage("read")
     try:
         sub = read_submission(path)
@@ -100,6 +103,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     except NoGpuError as err:
         no_gpu = str(err)
     target = gpu.info.arch if gpu else (arch or DEFAULT_ARCH)
+    check_arch(target, gpu.info.name if gpu else None)
     compiled = None
     try:
         stage("compile")

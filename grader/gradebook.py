@@ -1,6 +1,10 @@
 """Batch outputs: one row per submission (`BatchResult`), the append-only JSON-lines store that makes a batch
-resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, markdown summary), and
-Gradescope's results.json for one submission (`gradescope_results`).
+resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, markdown summary, and the
+scores CSV to import into Gradescope), and Gradescope's results.json for one submission (`gradescope_results`).
+
+The CSV files are UTF-8 with a byte order mark, so a spreadsheet shows non-ASCII names right. `fcntl` (POSIX
+only) is imported by ResultStore alone, so `grade FILE` (which uses the Gradescope functions) also runs on
+Windows; `grade batch` is Linux-only.
 
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
@@ -13,10 +17,10 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import fcntl
 import json
 import math
 import os
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -24,6 +28,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from tabulate import tabulate
 
+from grader import exercise
 from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
 from grader.text import markdown_cell
@@ -35,8 +40,15 @@ MAX_DETAILS_CHARS = 4000
 RESULTS_GLOB = "results*.jsonl"
 """Results files in an output folder: results.jsonl and each shard's results.shard-K-of-N.jsonl."""
 CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
-HISTOGRAM_BINS = [i / 10 for i in range(0, 11)] + [math.inf]
-"""Fraction histogram edges: 0.0-0.1, ..., 0.9-1.0, then 1.0 and above."""
+SCORES_COLUMNS = ("Email", "Score", "id", "verdict")
+"""scores.csv, for Gradescope's score import: the email (the id when it is an email address), the score out of
+10 (POINTS_*; empty when not graded), the batch's id and verdict."""
+CSV_ENCODING = "utf-8-sig"
+"""UTF-8 with a byte order mark: spreadsheets read the file as UTF-8 (names such as Zoë or 李) instead of the
+system's legacy code page."""
+HISTOGRAM_BINS = sorted({i / 10 for i in range(0, 11)} | {exercise.SILVER, exercise.GOLD}) + [math.inf]
+"""Fraction histogram edges: 0.0-0.1, ..., 0.7-0.75, 0.75-0.8, 0.8-0.9, 0.9-1.0, then 1.0 and above: the grade
+thresholds (silver 0.75, gold 0.90) are edges, so no bin mixes two verdicts."""
 
 
 class BatchResult(ReportModel):
@@ -117,6 +129,8 @@ class ResultStore:
     """
 
     def __init__(self, path: Path) -> None:
+        import fcntl  # POSIX only, and only the batch needs it (module docstring)
+
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "a+b")
@@ -234,21 +248,22 @@ def counts_table(counts: dict[str, int], tablefmt: str) -> str:
 
 
 def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str, Path]:
-    """Write gradebook{suffix}.csv, gradebook{suffix}.json and summary{suffix}.md under `out_dir`; return
-    {"csv": path, "json": path, "summary": path}. Each file is written to a temporary name and renamed, so
-    a reader never sees half a file."""
+    """Write gradebook{suffix}.csv, gradebook{suffix}.json, summary{suffix}.md and scores{suffix}.csv under
+    `out_dir`; return {"csv": path, "json": path, "summary": path, "scores": path}. Each file is written to a
+    temporary name and renamed, so a reader never sees half a file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"gradebook{suffix}.csv", "json": out_dir / f"gradebook{suffix}.json",
-             "summary": out_dir / f"summary{suffix}.md"}
-    _write_atomic(paths["csv"], gradebook_csv(book.rows))
+             "summary": out_dir / f"summary{suffix}.md", "scores": out_dir / f"scores{suffix}.csv"}
+    _write_atomic(paths["csv"], gradebook_csv(book.rows), CSV_ENCODING)
     _write_atomic(paths["json"], book.model_dump_json(indent=2) + "\n")
     _write_atomic(paths["summary"], summary_markdown(book))
+    _write_atomic(paths["scores"], scores_csv(book.rows), CSV_ENCODING)
     return paths
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
+    with open(tmp, "w", encoding=encoding, newline="") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -270,8 +285,27 @@ def gradebook_csv(rows: list[BatchResult]) -> str:
     return buf.getvalue()
 
 
+def scores_csv(rows: list[BatchResult]) -> str:
+    """The CSV text of scores.csv (SCORES_COLUMNS), for Gradescope's score import: one line per row, the
+    score out of 10 as Gradescope's results.json would give it, empty for a row that was not graded (no GPU,
+    the grader's own failure)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(SCORES_COLUMNS)
+    for r in rows:
+        score = gradescope_score(r.report) if r.report else None
+        email = r.id if _EMAIL.fullmatch(r.id) else ""
+        w.writerow([_cell(email), "" if score is None else f"{score:g}", _cell(r.id), r.verdict])
+    return buf.getvalue()
+
+
 def _cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "\n") else text
+
+
+_EMAIL = re.compile(r"[^@\s,;\"'<>]+@[^@\s,;\"'<>]+\.[A-Za-z]{2,}")
 
 
 def histogram(fractions: list[float], width: int = 40) -> str:
@@ -287,7 +321,7 @@ def histogram(fractions: list[float], width: int = 40) -> str:
     lines = []
     for i, n in enumerate(counts):
         lo, hi = HISTOGRAM_BINS[i], HISTOGRAM_BINS[i + 1]
-        label = f"{lo:.1f} - {hi:.1f}" if hi != math.inf else f"{lo:.1f} +     "
+        label = f"{lo:.2f} - {hi:.2f}" if hi != math.inf else f"{lo:.2f} +     "
         bar = "#" * (round(n * width / top) if n else 0)
         lines.append(f"{label} | {n:4d} {bar}")
     return "\n".join(lines)
@@ -347,10 +381,35 @@ POINTS_SPEED = {"gold": 5.0, "silver": 3.0}
 speed: gold 5, silver 3, a correct but slow kernel 0."""
 
 
+NOT_GRADED_NO_GPU = "not graded: this autograder has no GPU"
+NOT_GRADED_STAGES = ("grader", "install")
+"""Stages of an error verdict that are the grader's failure (GraderFault), not the submission's."""
+
+
+def is_graded(report: GradeReport) -> bool:
+    """False for a report that grades nothing: no GPU (static checks only), a busy GPU (the verdict was
+    withheld), or the grader's own failure."""
+    return report.verdict not in ("no-gpu", "busy") and not (report.verdict == "error" and report.stage in NOT_GRADED_STAGES)
+
+
+def gradescope_score(report: GradeReport) -> float | None:
+    """The score out of 10 that gradescope_results gives `report`; None when it is not graded (is_graded)."""
+    return gradescope_results(report)["score"] if is_graded(report) else None
+
+
 def gradescope_results(report: GradeReport) -> dict:
-    """Gradescope's results.json for one graded submission: {"score", "output", "tests": [...]}, each test
-    {"name", "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see
-    POINTS_*). Outputs hold the grader's own messages only."""
+    """Gradescope's results.json for one submission: {"score", "output", "tests": [...]}, each test {"name",
+    "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see POINTS_*).
+    Outputs hold the grader's own messages only. A report that grades nothing (no GPU, the grader's own
+    failure) gives gradescope_not_graded's results: "not graded", and no points."""
+    if report.verdict == "no-gpu":
+        return gradescope_not_graded(
+            f"{NOT_GRADED_NO_GPU}: correctness and speed need one, so no score is given here. What did run: "
+            f"{report.reason}", static_checks=_reason_and_details(report))
+    if report.verdict == "busy":
+        return gradescope_not_graded(report.reason)
+    if not is_graded(report):
+        return gradescope_not_graded(f"not graded: the grader failed here, not your submission: {report.reason}")
     compiled = report.compile is not None and report.stage not in ("source", "compile", "contract", "input")
     ran = report.verification
     correct = compiled and bool(ran) and all(v.passed for v in ran) and report.verdict in ("gold", "silver", "fail") \
@@ -392,6 +451,16 @@ def gradescope_results(report: GradeReport) -> dict:
 
 def _reason_and_details(report: GradeReport) -> str:
     return report.reason + ("\n" + report.details if report.details else "")
+
+
+def gradescope_not_graded(message: str, static_checks: str = "") -> dict:
+    """Gradescope's results.json for a submission the grader could not grade here (no GPU, an incomplete
+    install, its own CUDA call failing): the output says "not graded" with `message`, and no test is worth a
+    point (max_score 0; Gradescope needs a number, so the score is 0 out of 0). `static_checks`, when given,
+    becomes a test saying what did pass. `extra_data.graded` is false."""
+    tests = [_gs_test("Static checks (compiles, parameter list)", 0.0, 0.0, True, static_checks)] if static_checks \
+        else []
+    return {"score": 0.0, "output": message, "tests": tests, "extra_data": {"graded": False}}
 
 
 def gradescope_refusal(message: str) -> dict:

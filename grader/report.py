@@ -124,6 +124,8 @@ def render_text(r: GradeReport) -> str:
             f"GPU: {g.name}, compute capability {g.compute_capability}, {g.multiprocessors} SMs, "
             f"L2 {g.l2_bytes / 2**20:.0f} MiB, driver CUDA {g.driver_cuda}"
         )
+    if r.versions:
+        out.append("Versions: " + ", ".join(f"{name} {v}" for name, v in r.versions.items()))
     bm = r.byte_model
     bias_note = bm.not_counted
     if r.bench_cols:
@@ -146,7 +148,7 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Compiled for {c.arch}: {shown}.")
     for v in r.verification:
         out.append(("Verified: " if v.passed else "FAILED verification: ") + v.message)
-    if r.seed is not None:
+    if r.seed is not None and r.verification:  # inputs were drawn: the seed replays them
         out.append(f"Seed: {r.seed} (replay with --seed {r.seed})")
     if r.table:
         rows = [[t.version, t.kernels, t.floats_per_elem, f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}",

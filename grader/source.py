@@ -53,9 +53,9 @@ class Submission:
 def read_submission(path: str | Path) -> Submission:
     """Read, check and prepare the `.cu` file at `path`.
 
-    Raises InputError (exit 2) for a missing path, a folder, a file that cannot be read (permissions), an
-    empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed `// grade:` block; SubmissionError
-    (stage "source") for a refused include.
+    Raises InputError (exit 2) for a missing path, a folder, a file not named .cu (a .cpp or .c file), a file
+    that cannot be read (permissions), an empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed
+    `// grade:` block; SubmissionError (stage "source") for a refused include.
     """
     p = Path(path)
     try:
@@ -65,6 +65,9 @@ def read_submission(path: str | Path) -> Submission:
             raise InputError(f"{p}: is a folder; give one .cu file, or use `grade batch {p}` for a class folder")
         if not p.is_file():
             raise InputError(f"{p}: not a regular file (a device, pipe or socket); give the path of a .cu file")
+        if p.suffix.lower() != ".cu":
+            raise InputError(f"{p}: {_not_cuda(p.suffix.lower())}; give the .cu file that holds your __global__ "
+                             "kernel (rename it to .cu if that is where your kernel is)")
         with p.open("rb") as f:
             raw = f.read(MAX_SOURCE_BYTES + 1)
     except OSError as err:
@@ -83,6 +86,15 @@ def read_submission(path: str | Path) -> Submission:
         sha256=hashlib.sha256(raw).hexdigest(),
         contract=contract,
     )
+
+
+def _not_cuda(suffix: str) -> str:
+    """What a file of this suffix is, for the refusal of a file that is not a .cu file."""
+    if suffix in (".c", ".h"):
+        return f"a C file ({suffix}), not CUDA: the grader compiles a .cu file with NVRTC"
+    if suffix in (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".cuh"):
+        return f"a C++ file ({suffix}), not a .cu file: the grader compiles a .cu file with NVRTC"
+    return f"not a .cu file ({suffix or 'no extension'})"
 
 
 def decode_source(raw: bytes, where: str) -> str:

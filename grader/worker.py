@@ -18,7 +18,9 @@ The parent applies the compile time limit from `compiling` and the run time limi
 from grade_file's on_stage callback (PhaseClock), which also times the phases.
 
 `python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
-(the batch's parent never initialises CUDA itself).
+(the batch's parent never initialises CUDA itself), with "problem" and "exit" added when nothing can be graded
+here (an incomplete install, a GPU the installed NVRTC cannot compile for). A worker on an incomplete install
+exits 4 before it is ready, so the batch stops rather than give every student an error row.
 """
 
 from __future__ import annotations
@@ -132,8 +134,8 @@ def _context_chain(err: BaseException | None):
 def grade_job(job: dict, channel: Channel) -> None:
     """Grade the job's file (module docstring) and send the result message."""
     from grader import sandbox
-    from grader.device import cuda_error_name
-    from grader.errors import InputError, SandboxError, SubmissionError
+    from grader.device import KERNEL_FAULTS, cuda_error_name
+    from grader.errors import GraderFault, InputError, SandboxError, SubmissionError
     from grader.report import GradeReport
 
     import grader.grade as g
@@ -156,6 +158,8 @@ def grade_job(job: dict, channel: Channel) -> None:
         report = error("grader", f"{err}; the submission was not compiled")
     except InputError as err:
         report = error("input", str(err))
+    except GraderFault as err:  # the grader's own CUDA call failed: not the submission's doing
+        report = error(err.stage, str(err))
     except SubmissionError as err:
         report = error(err.stage, str(err), err.details)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
@@ -163,7 +167,7 @@ def grade_job(job: dict, channel: Channel) -> None:
         fault = cuda_error_name(err)
         if inner is not None:
             report = error(inner.stage, str(inner), inner.details)
-        elif fault:
+        elif fault in KERNEL_FAULTS:
             report = error("run", f"the kernel faulted on the GPU: {fault}")
         else:
             last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
@@ -177,17 +181,30 @@ def grade_job(job: dict, channel: Channel) -> None:
 
 
 def probe() -> dict:
-    """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies)."""
-    from grader.device import visible_gpus
-    from grader.errors import NoGpuError
+    """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies), and,
+    when nothing can be graded here, "problem" (one line) with the "exit" code the batch stops with: 4 for an
+    incomplete install (a CUDA extra missing), 2 for a GPU the installed NVRTC cannot compile for."""
+    from grader.device import visible_arches, visible_gpus
+    from grader.errors import EXIT_GRADER, InputError, NoGpuError
+    from grader.toolkit import check_arch, install_problem
 
+    problem = install_problem()
+    if problem:
+        return {"count": 0, "names": [], "reason": problem, "problem": problem, "exit": EXIT_GRADER}
     try:
         names = visible_gpus()
+        arches = visible_arches()
     except NoGpuError as err:
         return {"count": 0, "names": [], "reason": str(err)}
     except Exception as err:  # noqa: BLE001 - a broken driver install: no GPU, with the reason
         return {"count": 0, "names": [], "reason": f"CUDA could not be queried ({str(err)[:120]})"}
-    return {"count": len(names), "names": names, "reason": ""}
+    found = {"count": len(names), "names": names, "reason": ""}
+    for name, arch in zip(names, arches):
+        try:
+            check_arch(arch, name)
+        except InputError as err:
+            return {**found, "problem": str(err), "exit": err.exit_code}
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,7 +227,13 @@ def main(argv: list[str] | None = None) -> int:
         pass
     channel = Channel(args.fd)
     import grader.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
+    from grader.errors import EXIT_GRADER
+    from grader.toolkit import install_problem
 
+    problem = install_problem()
+    if problem:  # never ready: the batch stops (grader.pool.WorkerStartError) instead of blaming a submission
+        print(problem, file=sys.stderr)
+        return EXIT_GRADER
     channel.send(event="ready", t=time.time())
     line = sys.stdin.readline()
     if not line.strip():

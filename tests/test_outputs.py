@@ -1,0 +1,223 @@
+"""Honest outputs (issue 9, part 5): the JSON schema describes what `--json` writes, for every kind of report;
+without a GPU Gradescope gets "not graded" and no points; the scores CSV for Gradescope's import; benchmarks
+refuse to print a figure without a GPU."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+import grader.grade
+from grader import gradebook as gb
+from grader.cli import main
+from grader.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
+from grader.model import NON_FINITE_STRINGS as NON_FINITE
+from grader.report import CompileSummary, GradeReport, TableRow
+from grader.verify import Verification, compare
+
+from conftest import ROOT, SUBMISSIONS
+
+GOLD = str(SUBMISSIONS / "gold_float4.cu")
+
+
+def no_gpu(device_id=0):
+    raise NoGpuError("test: no NVIDIA driver")
+
+
+# --- a small JSON-schema check (the keywords GradeReport's schema uses) ----------------------------------
+def schema_errors(value, schema: dict, defs: dict, path: str = "$") -> list[str]:
+    """Where `value` does not match `schema` ($ref, anyOf, enum, const, type, properties, required, items,
+    additionalProperties): a list of paths with the reason, empty when it matches."""
+    if "$ref" in schema:
+        return schema_errors(value, defs[schema["$ref"].rsplit("/", 1)[1]], defs, path)
+    if "anyOf" in schema:
+        if any(not schema_errors(value, s, defs, path) for s in schema["anyOf"]):
+            return []
+        return [f"{path}: {value!r} matches no choice of {schema['anyOf']}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{path}: {value!r} not in {schema['enum']}"]
+    if "const" in schema and value != schema["const"]:
+        return [f"{path}: {value!r} is not {schema['const']!r}"]
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+    kind = schema.get("type")
+    if kind == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = kind is None or isinstance(value, kinds[kind])
+    if not ok:
+        return [f"{path}: {value!r} is not of type {kind}"]
+    errors = []
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        errors += [f"{path}: {name} missing" for name in schema.get("required", []) if name not in value]
+        for name, item in value.items():
+            sub = props.get(name, schema.get("additionalProperties", {}))
+            if sub is False:
+                errors.append(f"{path}.{name}: not allowed")
+            elif isinstance(sub, dict):
+                errors += schema_errors(item, sub, defs, f"{path}.{name}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            errors += schema_errors(item, schema["items"], defs, f"{path}[{i}]")
+    return errors
+
+
+def printed_schema(capsys) -> dict:
+    assert main(["--json-schema"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def assert_valid(text: str, schema: dict) -> dict:
+    """`text` (a report as --json writes it) matches the schema and reads back into the same GradeReport."""
+    data = json.loads(text)
+    assert schema_errors(data, schema, schema.get("$defs", {})) == []
+    back = GradeReport.model_validate_json(text)
+    assert back.model_dump_json() == GradeReport.model_validate_json(back.model_dump_json()).model_dump_json()
+    assert json.loads(back.model_dump_json()) == data  # nothing lost or changed on the way back
+    return data
+
+
+def number_nodes(node, path="$", inside_any_of=False):
+    """Paths of every {"type": "number"} in a schema, with whether it sits in an anyOf admitting NON_FINITE."""
+    if isinstance(node, dict):
+        if node.get("type") == "number":
+            yield path, inside_any_of
+        choices = node.get("anyOf")
+        admits = bool(choices) and any(c.get("enum") == list(NON_FINITE) for c in choices)
+        for key, sub in node.items():
+            yield from number_nodes(sub, f"{path}.{key}", admits if key == "anyOf" else False)
+    elif isinstance(node, list):
+        for i, sub in enumerate(node):
+            yield from number_nodes(sub, f"{path}[{i}]", inside_any_of)
+
+
+def test_every_float_of_the_schema_admits_the_non_finite_strings(capsys):
+    schema = printed_schema(capsys)
+    nodes = list(number_nodes(schema))
+    assert len(nodes) > 10
+    assert [path for path, ok in nodes if not ok] == []
+    mismatch = schema["$defs"]["Mismatch"]["properties"]["got"]  # where a never-writing kernel puts "NaN"
+    assert not schema_errors("NaN", mismatch, schema["$defs"]) and schema_errors("nan", mismatch, schema["$defs"])
+
+
+def never_written() -> GradeReport:
+    """A kernel that never writes: the output stays the NaN it was poisoned with."""
+    rng = np.random.default_rng(1)
+    ref = rng.uniform(-1, 1, (101, 97))
+    v = compare(np.full((101, 97), np.nan, dtype=np.float32), ref)
+    v.message = "wrong output at 101 x 97"
+    assert not v.passed and math.isnan(v.first_bad.got)
+    return GradeReport(file="never.cu", verdict="fail", stage="verify", reason=v.message, seed=5, verification=[v],
+                       compile=CompileSummary(arch="sm_90", registers=12))
+
+
+def gold_report() -> GradeReport:
+    row = dict(kernels=1, floats_per_elem=2, reps=40, spread=0.01, rse=0.002)
+    return GradeReport(
+        file="gold.cu", verdict="gold", stage="grade", reason="0.960 of the copy floor", seed=7, bench_rows=61440,
+        bench_cols=4096, floor_version="copyVec4", floor_gbs=4300.0, fraction=0.96, fraction_low=0.95,
+        fraction_high=math.inf, fraction_of_scalar_copy=1.5, compile=CompileSummary(arch="sm_90", registers=20),
+        verification=[Verification(rows=101, cols=97, passed=True, total=9797, message="correct at 101 x 97")],
+        table=[TableRow(version="biasGeluFused", ms=0.47, gbs=4128.0, x_copy=0.96, **row),
+               TableRow(version="copyVec4", ms=0.45, gbs=4300.0, x_copy=1.0, **row),
+               TableRow(version="copyScalar", ms=math.nan, gbs=math.nan, x_copy=math.nan, **row)])
+
+
+def test_reports_of_every_kind_match_the_schema(capsys, monkeypatch):
+    schema = printed_schema(capsys)
+    gold = assert_valid(gold_report().model_dump_json(), schema)
+    assert gold["fraction_high"] == "Infinity" and gold["table"][2]["ms"] == "NaN"
+    never = assert_valid(never_written().model_dump_json(), schema)
+    assert never["verification"][0]["first_bad"]["got"] == "NaN"
+    assert main([str(SUBMISSIONS / "compile_error.cu"), "--json"]) == 1
+    assert assert_valid(capsys.readouterr().out, schema)["stage"] == "compile"
+    assert main(["does/not/exist.cu", "--json"]) == 2
+    assert assert_valid(capsys.readouterr().out, schema)["stage"] == "input"
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([GOLD, "--json"]) == EXIT_NO_GPU
+    assert assert_valid(capsys.readouterr().out, schema)["verdict"] == "no-gpu"
+
+
+def test_batch_rows_write_non_finite_floats_as_strings():
+    row = gb.make_result(id="a", path="a.cu", key="k", sha256=None, report=gold_report(), grader_version="t")
+    row.fraction = math.inf
+    data = json.loads(row.model_dump_json())
+    assert data["fraction"] == "Infinity" and data["report"]["table"][2]["gbs"] == "NaN"
+    assert gb.BatchResult.model_validate_json(row.model_dump_json()).fraction == math.inf
+
+
+# --- Gradescope without a GPU ----------------------------------------------------------------------------
+def assert_not_graded(results: dict) -> None:
+    assert results["output"].startswith("not graded: this autograder has no GPU")
+    assert results["score"] == 0.0 and results["extra_data"] == {"graded": False}
+    assert all(t["score"] == 0.0 and t["max_score"] == 0.0 for t in results["tests"])
+
+
+def test_gradescope_without_a_gpu_says_not_graded_and_gives_no_points(monkeypatch, capsys):
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([GOLD, "--format", "gradescope"]) == EXIT_NO_GPU
+    results = json.loads(capsys.readouterr().out)
+    assert_not_graded(results)
+    assert [t["status"] for t in results["tests"]] == ["passed"]  # what did run: compile, parameter list
+    assert "compiled for sm_90" in results["tests"][0]["output"]
+
+
+def test_gradescope_still_scores_a_compile_error_without_a_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([str(SUBMISSIONS / "compile_error.cu"), "--format", "gradescope"]) == 1
+    results = json.loads(capsys.readouterr().out)
+    assert results["score"] == 0 and sum(t["max_score"] for t in results["tests"]) == 10
+
+
+# --- the scores CSV for Gradescope's import --------------------------------------------------------------
+def _row(id: str, report: GradeReport) -> gb.BatchResult:
+    return gb.make_result(id=id, path=f"{id}.cu", key=id, sha256=None, report=report, grader_version="t")
+
+
+def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
+    rows = [_row("zoë@example.edu", gold_report()),
+            _row("李雷", never_written()),
+            _row("no_gpu_student", GradeReport(file="n.cu", verdict="no-gpu", reason="no GPU")),
+            _row("=cmd", GradeReport(file="g.cu", verdict="error", stage="grader", reason="cuMemGetInfo failed"))]
+    paths = gb.write_outputs(gb.build_gradebook(rows, "t", {}), tmp_path)
+    raw = paths["scores"].read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with BOM: a spreadsheet reads the names right
+    table = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert tuple(table[0]) == gb.SCORES_COLUMNS
+    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold"], ["", "1", "李雷", "fail"],
+                         ["", "", "no_gpu_student", "no-gpu"], ["", "", "'=cmd", "error"]]
+
+
+# --- benchmarks without a GPU ----------------------------------------------------------------------------
+def load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["batch_throughput", "stability", "reference_perf", "rope_perf"])
+def test_benchmarks_exit_3_without_a_gpu_and_print_no_figure(name, tmp_path, monkeypatch, capsys):
+    module = load_benchmark(name)
+    if name == "batch_throughput":
+        monkeypatch.setattr(module, "probe_gpus", lambda: (0, [], "test: no NVIDIA driver"))
+        args = ["--copies", "1", "--json", str(tmp_path / "t.json")]
+    else:
+        monkeypatch.setattr(module, "open_gpu", no_gpu)
+        args = ["--out", str(tmp_path / "t.json")]
+    assert module.main(args) == EXIT_NO_GPU
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and "no GPU" in captured.err
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_exit_4_is_distinct_from_fail():
+    assert EXIT_GRADER == 4 and EXIT_GRADER not in (0, 1, 2, 3)
