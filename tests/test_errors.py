@@ -136,8 +136,13 @@ def test_arch_variant_nvrtc_refuses_is_an_input_error():
 
 def test_the_api_refuses_an_unsupported_arch_before_compiling(monkeypatch):
     monkeypatch.setattr(grader.grade, "compile_kernels", lambda *a: pytest.fail("compiled for a refused arch"))
+    monkeypatch.setattr(grader.grade, "open_gpu", _no_gpu)  # --arch is the target only where there is no GPU
     with pytest.raises(InputError, match="sm_70"):
         grader.grade.grade_file(GOLD, arch="sm_70")
+
+
+def _no_gpu(device_id: int = 0):
+    raise NoGpuError("no NVIDIA driver on this machine (test)")
 
 
 def old_gpu() -> FakeGpu:
