@@ -29,7 +29,6 @@ The sandbox is ours; the Landlock calls are the `landlockpy` package's (0BSD, AB
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import threading
@@ -69,15 +68,32 @@ def require() -> None:
     workers). Raises SandboxError at once if the sandbox is not available here."""
     global _required
     st = state()
-    if not st.available:
+    if not st.available and not st.reason.startswith(_NO_NVRTC):  # no NVRTC: nothing will be compiled
         raise SandboxError(f"the NVRTC sandbox is not available: {st.reason}")
     _required = True
 
 
-@functools.lru_cache(maxsize=1)
+_known: SandboxState | None = None
+
+
 def state() -> SandboxState:
     """Probe Landlock once per process, by applying the real ruleset in a throw-away thread and checking
-    that a file outside it can no longer be opened. Never raises."""
+    that a file outside it can no longer be opened. Never raises. Where NVRTC itself cannot be loaded (an
+    install without its CUDA extra) the answer is not kept: that is the install's problem, reported by
+    grader.toolkit, and the sandbox is judged again once NVRTC loads."""
+    global _known
+    if _known is None:
+        found = _probe()
+        if found.available or not found.reason.startswith(_NO_NVRTC):
+            _known = found
+        return found
+    return _known
+
+
+_NO_NVRTC = "NVRTC could not be loaded"
+
+
+def _probe() -> SandboxState:
     if not sys.platform.startswith("linux"):
         return SandboxState(False, 0, f"Landlock is Linux-only (this is {sys.platform})")
     try:
@@ -94,7 +110,7 @@ def state() -> SandboxState:
     try:
         allowed = _nvrtc_builtins()
     except Exception as err:  # noqa: BLE001 - NVRTC missing: compile reports that on its own
-        return SandboxState(False, abi, f"NVRTC could not be loaded ({str(err)[:200]})")
+        return SandboxState(False, abi, f"{_NO_NVRTC} ({str(err)[:200]})")
     try:
         denied = _run_in_thread(_probe_denial, allowed)
     except Exception as err:  # noqa: BLE001 - refused by a seccomp filter, an old landlockpy, ...
