@@ -61,17 +61,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.cli import arch_type, seed_type
 from grader import gradebook as gb
 from grader import sandbox
-from grader.errors import EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS
-from grader.pool import Interrupted, Progress, Slot, WorkerStartError, child_env, error_report, run_jobs
+from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, Interrupted, Stage,
+                           WorkerStartError)
+from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+from grader.options import arch_type, seed_type
+from grader.pool import Progress, Slot, child_env, item_error, run_jobs
 from grader.report import GradeReport
-from grader.source import MAX_SOURCE_BYTES, safe_source_name
+from grader.source import MAX_SOURCE_BYTES, read_capped, safe_source_name
 from grader.text import printable
-from grader.worker import read_capped
-
-EXIT_INCOMPLETE = 4
 DEFAULT_COMPILE_LIMIT = 60.0
 """Seconds NVRTC may take on one submission (the examples compile in under a second)."""
 DEFAULT_RUN_LIMIT = 120.0
@@ -402,7 +401,7 @@ def batch_main(argv: list[str]) -> int:
     if args.format == "gradescope" and len(items) != 1:
         found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         message = f"--format gradescope grades one submission; {len(items)} found ({found})"
-        gb.write_json(Path(args.out) / "results.json", gb.gradescope_refusal(
+        gb.write_json(Path(args.out) / "results.json", gradescope_refusal(
             f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
         return _usage(message)
     if not items:
@@ -414,7 +413,7 @@ def batch_main(argv: list[str]) -> int:
     if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
         print(f"grade batch: {plan.problem}; nothing was graded", file=sys.stderr)
         if args.format == "gradescope":
-            gb.write_json(Path(args.out) / "results.json", gb.gradescope_not_graded(plan.problem))
+            gb.write_json(Path(args.out) / "results.json", gradescope_not_graded(plan.problem))
         return plan.problem_exit
     box = sandbox.state()
     if not box.available and not args.unsandboxed:
@@ -452,7 +451,7 @@ def batch_main(argv: list[str]) -> int:
     if args.limit is not None:
         todo = todo[: args.limit]
     for it in [it for it in todo if it.problem]:
-        record(it, error_report(it, "input", it.problem), {}, None)
+        record(it, item_error(it, Stage.INPUT, it.problem), {}, None)
         progress.done += 1
     todo = [it for it in todo if not it.problem]
     complete = True
@@ -501,7 +500,7 @@ def batch_main(argv: list[str]) -> int:
     paths = gb.write_outputs(book, out, suffix)
     if args.format == "gradescope" and rows and rows[0].report:
         paths["gradescope"] = out / "results.json"
-        gb.write_json(paths["gradescope"], gb.gradescope_results(rows[0].report))
+        gb.write_json(paths["gradescope"], gradescope_results(rows[0].report))
     if not args.quiet:
         _print_summary(book, paths, plan, complete, len(items) - len(rows))
     if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun

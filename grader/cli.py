@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 
 import grader
 from grader import exercise
-from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, GraderError, GraderFault,
-                           InputError)
+from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderError,
+                           GraderFault, Stage, stopped_in)
+from grader.options import arch_type, positive_seconds, seed_type
 from grader.text import printable
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
@@ -34,46 +34,6 @@ EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slo
 faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one);
 4 not graded, not the submission's fault (install without its CUDA extra, or the grader's own CUDA call failed);
 5 not graded: the GPU was busy while timing (run again)"""
-
-
-SEED_LIMIT = 2**63
-ARCH_PATTERN = re.compile(r"^sm_\d{2,3}[a-z]?$")
-
-
-def arch_type(value: str) -> str:
-    """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
-    if not ARCH_PATTERN.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
-    from grader.toolkit import check_arch, install_problem
-
-    if install_problem() is None:  # else grading stops on the install first, with the pip command
-        try:
-            check_arch(value)
-        except InputError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-    return value
-
-
-def seed_type(value: str) -> int:
-    """argparse type of --seed: a whole number in [0, 2**63) (the range of the seeds the reports print)."""
-    try:
-        seed = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if not 0 <= seed < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"{seed} is outside 0 .. 2**63 - 1")
-    return seed
-
-
-def _positive_seconds(value: str) -> float:
-    """argparse type of --run-limit: a positive number of seconds."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of seconds")
-    return seconds
 
 
 def _emit(text: str) -> bool:
@@ -117,7 +77,7 @@ def single_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", type=arch_type, default=None,
                    help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    p.add_argument("--run-limit", type=_positive_seconds, default=None, metavar="S",
+    p.add_argument("--run-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds a stage (compile, verify) may run before grading stops with an error; timing "
                         "gets S plus its waits for a quiet GPU (default 60)")
     return p
@@ -158,8 +118,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_INPUT
     from grader import sandbox
     from grader.grade import grade_file
-    from grader.gradebook import gradescope_not_graded, gradescope_refusal, gradescope_results
-    from grader.report import GradeReport, render_text
+    from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+    from grader.report import error_report, render_text
     from grader.terminal import StageLine
 
     from grader.toolkit import install_problem
@@ -168,7 +128,7 @@ def _main(argv: list[str]) -> int:
     if not box.available and install_problem() is None:  # else grading stops on the install, with the fix
         print(f"grade: warning: no sandbox around NVRTC here ({box.reason}); the include filter alone keeps "
               "a file from reading this machine's files", file=sys.stderr)
-    from grader.watchdog import DEFAULT_RUN_LIMIT_S, EXIT_INTERRUPTED, Watchdog, stage_limits
+    from grader.watchdog import DEFAULT_RUN_LIMIT_S, Watchdog, stage_limits
 
     report_fd = os.dup(1)  # the report's stream, whatever a kernel's output capture does to descriptor 1
 
@@ -176,8 +136,7 @@ def _main(argv: list[str]) -> int:
         reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s (a kernel "
                   "that never ends?); `grade --run-limit S` changes the limit")
         print(f"grade: {reason}", file=sys.stderr, flush=True)
-        late = GradeReport(file=args.file, verdict="error", stage="run" if stage != "compile" else "compile",
-                           reason=reason)
+        late = error_report(args.file, stopped_in(stage), reason)
         text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}
         if args.format in text:
             os.write(report_fd, (text[args.format] + "\n").encode())
@@ -200,8 +159,8 @@ def _main(argv: list[str]) -> int:
                 else gradescope_refusal(str(err))
             _emit(json.dumps(results, indent=2))
         elif args.format == "json":
-            refusal = GradeReport(file=args.file, verdict="error", stage=getattr(err, "stage", None) or "input",
-                                  reason=str(err), details=getattr(err, "details", ""))
+            refusal = error_report(args.file, getattr(err, "stage", None) or Stage.INPUT, str(err),
+                                   getattr(err, "details", ""))
             _emit(refusal.model_dump_json(indent=2))
         return err.exit_code
     finally:

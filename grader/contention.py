@@ -30,6 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from grader.device import Gpu, GpuLoad
+from grader.errors import Busy
 
 LOCK_DIR = os.environ.get("GRADER_LOCK_DIR") or tempfile.gettempdir()
 """Where the per-GPU lock files live (GRADER_LOCK_DIR overrides; every grader on the machine must agree)."""
@@ -52,10 +53,6 @@ SLOW_ROUNDS_LIMIT = 0.10
 
 FLOOR_OF_PEAK_MIN = 0.50
 """A copy floor below half the card's peak DRAM bandwidth means the copies shared the memory system."""
-
-
-class Busy(Exception):
-    """The GPU could not be had quietly: `str(err)` says why (the verdict is withheld)."""
 
 
 @contextmanager

@@ -16,11 +16,7 @@ With nothing declared, the launch is the page's: params x, bias, out, cols; grid
 with blockIdx.y = row; block 256; one element per thread. Parameter names: x, bias, out (float pointers),
 rows, cols and n = rows * cols (integers, 32- or 64-bit: the width is read from the compiled kernel).
 
-Grids, for a rows x cols problem with B threads per block and E elements per thread:
-  row      (ceil(cols / (B * E)), rows): blockIdx.y is the row (rows <= 65535)
-  flat     (ceil(rows * cols / (B * E)), 1): one index over all elements
-  stride   (BLOCKS, 1): a fixed grid-stride grid; BLOCKS defaults to the number that fills the GPU once
-           (multiprocessors x max threads per multiprocessor / B)
+The grids (row, flat, stride) are grader.launch's; `Contract.launch_spec` turns the block into a LaunchSpec.
 
 `row` is the student's table row in the page's part-3 format (version | kernels | floats/elem | ms |
 GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both are stored for the
@@ -29,12 +25,12 @@ byte-count flags; a missing or malformed row is reported, never fatal.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Literal
 
 from grader import exercise
+from grader.claims import StudentClaim, StudentRow, parse_claim, parse_row
 from grader.errors import InputError
+from grader.launch import GridKind, LaunchSpec, Param, integer_param
 from grader.model import ReportModel
 
 POINTER_ROLES = ("x", "bias", "out")
@@ -42,52 +38,22 @@ INTEGER_ROLES = ("rows", "cols", "n")
 ROLES = POINTER_ROLES + INTEGER_ROLES
 KEYS = ("params", "grid", "block", "elems_per_thread", "row", "claim")
 
+_DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
 _LINE = re.compile(r"^[ \t]*//[ \t]*grade:(.*)$")
 _LOOKALIKE = re.compile(
     r"(?P<opener>(?<![:/])//+!?|/\*+!?|^[^\S\n]*\*(?!/))[^\S\n]*(?P<grade>grade)\b(?P<gap>[^\S\n]*)"
     r"(?:(?P<colon>:)|(?:" + "|".join(KEYS) + r")\b[^\S\n]*=)",
     re.I,
 )
-NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-"""A number in the row: ASCII digits only (Python's float() would also take `1_000` and full-width
-digits, which C does not). Written so that no two ways match the same text: matching, searching and
-fullmatch stay linear in the length of a 60,000-digit row."""
-_RUN = re.compile(r"[0-9.]+")
-"""A maximal run of ASCII digits and points: the claim's candidate numbers (found in one linear pass)."""
-_PERCENT = re.compile(r"\s*(?:%|percent)")
-_DECIMAL = re.compile(r"[0-9]*\.[0-9]+")
-_WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_ASCII_WHOLE = re.compile(r"[0-9]+")
-_DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
-
-
-class StudentRow(ReportModel):
-    """The student's table row as written, and its fields where they parse (None where not)."""
-
-    raw: str
-    version: str | None = None
-    kernels: int | None = None
-    floats_per_elem: float | None = None
-    ms: float | None = None
-    gbs: float | None = None
-    x_copy: float | None = None
-    problem: str | None = None
-
-
-class StudentClaim(ReportModel):
-    """The student's sentence, and the fraction of the copy floor it states (None if it states none)."""
-
-    raw: str
-    fraction: float | None = None
 
 
 class Contract(ReportModel):
     """How to launch the submission, plus the student's declared row and claim (both optional)."""
 
     params: tuple[str, ...] = exercise.DEFAULT_PARAMS
-    grid: Literal["row", "flat", "stride"] = "row"
+    grid: GridKind = exercise.DEFAULT_GRID
     stride_blocks: int | None = None
-    block: int = exercise.DEFAULT_BLOCK
+    block: int = exercise.BLOCK
     elems_per_thread: int = exercise.DEFAULT_ELEMS_PER_THREAD
     declared: tuple[str, ...] = ()
     row: StudentRow | None = None
@@ -98,12 +64,20 @@ class Contract(ReportModel):
         kinds = {"x": "const float*", "bias": "const float*", "out": "float*"}
         return "(" + ", ".join(f"{kinds.get(p, 'int|size_t')} {p}" for p in self.params) + ")"
 
+    def launch_spec(self, widths: tuple[int, ...]) -> LaunchSpec:
+        """The submission's launch: the declared params with the integer widths the compiled kernel has
+        (`widths`, bytes per parameter in order, from grader.signature.check_params), grid, block and
+        elements per thread, and the exercise's byte model."""
+        params = tuple(Param(role, "ptr") if role in POINTER_ROLES else integer_param(role, width)
+                       for role, width in zip(self.params, widths))
+        return LaunchSpec(params, grid=self.grid, block=self.block, elems_per_thread=self.elems_per_thread,
+                          stride_blocks=self.stride_blocks)
 
-class LaunchPlan(ReportModel):
-    """Grid and block of one launch of the submission for a rows x cols problem."""
-
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
+    def launch_values(self, ptrs: dict[str, object], rows: int, cols: int) -> dict[str, object]:
+        """The value of every declared parameter for a rows x cols problem: ptrs maps 'x', 'bias', 'out' to
+        device buffers or addresses; rows, cols and n = rows * cols are the integers."""
+        values = {**ptrs, "rows": rows, "cols": cols, "n": rows * cols}
+        return {role: values[role] for role in self.params}
 
 
 def parse_contract(text: str, where: str) -> Contract:
@@ -225,100 +199,6 @@ def _check_consistent(c: Contract, where: str) -> None:
         raise InputError(f"{where}: a {c.grid} grid needs rows or n in params to know where the data ends")
 
 
-def parse_row(value: str) -> StudentRow:
-    """Parse 'version | kernels | floats/elem | ms | GB/s [| x copy]' (or the same separated by spaces,
-    version first). Never raises: a field that does not parse is left None and `problem` says why."""
-    if "|" in value:
-        parts = [p.strip() for p in value.split("|")]
-    else:
-        tokens = value.split()
-        numeric = 0
-        while numeric < len(tokens) and NUMBER.fullmatch(tokens[-1 - numeric]):
-            numeric += 1
-        numeric = min(numeric, 5)
-        parts = [" ".join(tokens[: len(tokens) - numeric])] + tokens[len(tokens) - numeric :]
-    row = StudentRow(raw=value)
-    if len(parts) not in (5, 6):
-        row.problem = (
-            f"expected 5 fields (version | kernels | floats/elem | ms | GB/s), found {len(parts)}"
-        )
-        return row
-    row.version = parts[0] or None
-    problems = []
-    for name, text in zip(("kernels", "floats_per_elem", "ms", "gbs", "x_copy"), parts[1:]):
-        pattern = _ASCII_WHOLE if name == "kernels" else NUMBER
-        try:
-            if not pattern.fullmatch(text):
-                raise ValueError
-            number = int(text) if name == "kernels" else float(text)
-            if not math.isfinite(number) or number < 0:
-                raise ValueError
-            setattr(row, name, number)
-        except ValueError:  # also int() of more than 4300 digits
-            problems.append(f"{name} {_short(text)!r} is not a number")
-    if problems:
-        row.problem = "; ".join(problems)
-    return row
-
-
-def parse_claim(value: str) -> StudentClaim:
-    """Parse the student's sentence; the stated fraction is the first 'NN%' or 'NN percent' (divided by
-    100), else the first decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's
-    closing period is not part of it). Numbers are ASCII digits; a run such as 1.2.3 is no number. Linear
-    in the length of the sentence: each run of digits and points is looked at once."""
-    claim = StudentClaim(raw=value)
-    runs = list(_RUN.finditer(value))
-    for m in runs:
-        if _WHOLE_OR_DECIMAL.fullmatch(m.group()) and _PERCENT.match(value, m.end()):
-            claim.fraction = float(m.group()) / 100
-            return claim
-    for m in runs:
-        number = m.group().rstrip(".")
-        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2:
-            claim.fraction = float(number)
-            break
-    return claim
-
-
 def _short(text: str, limit: int = 40) -> str:
     """`text` cut to `limit` characters with `...` (a field quoted in a message)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def plan_launch(c: Contract, rows: int, cols: int, sm_count: int, threads_per_sm: int) -> LaunchPlan:
-    """Grid and block for a rows x cols problem under contract `c` (see the module docstring).
-
-    Raises InputError when a row grid would need more than 65535 rows (the gridDim.y limit).
-    """
-    per_block = c.block * c.elems_per_thread
-    if c.grid == "row":
-        if rows > exercise.MAX_GRID_Y:
-            raise InputError(f"a row grid launches one block row per row; {rows} > {exercise.MAX_GRID_Y}")
-        grid = (math.ceil(cols / per_block), rows, 1)
-    elif c.grid == "flat":
-        grid = (math.ceil(rows * cols / per_block), 1, 1)
-    else:
-        blocks = c.stride_blocks or max(1, sm_count * threads_per_sm // c.block)
-        grid = (blocks, 1, 1)
-    return LaunchPlan(grid=grid, block=(c.block, 1, 1))
-
-
-
-def kernel_args(c: Contract, widths: tuple[int, ...], ptrs: dict[str, int], rows: int, cols: int) -> tuple:
-    """The launch arguments, in the kernel's order: pointers as 64-bit values, integers as numpy scalars of
-    the kernel's own width (np.int32 or np.uint64). ptrs maps 'x', 'bias', 'out' to device addresses.
-    Raises InputError when a value does not fit a 32-bit parameter."""
-    import numpy as np
-
-    values = {"rows": rows, "cols": cols, "n": rows * cols}
-    args = []
-    for role, width in zip(c.params, widths):
-        if role in POINTER_ROLES:
-            args.append(np.uint64(ptrs[role]))
-        elif width == 4:
-            if values[role] >= 2**31:
-                raise InputError(f"{role} = {values[role]} does not fit the kernel's 32-bit parameter")
-            args.append(np.int32(values[role]))
-        else:
-            args.append(np.uint64(values[role]))
-    return tuple(args)

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from grader import exercise
 from grader.compile import Compiled
 from grader.errors import GraderError, GraderFault, NoGpuError, SubmissionError
+from grader.launch import DevicePtr, address
 
 KERNEL_FAULTS = frozenset({
     "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
@@ -126,7 +127,7 @@ def grader_call_failed(what: str, err: "BaseException | str") -> GraderError:
     GraderFault (exit 4) saying it is not the submission's doing."""
     name = err if isinstance(err, str) else cuda_error_name(err)
     if name in KERNEL_FAULTS:
-        return SubmissionError("run", f"the kernel faulted on the GPU: {name}")
+        return SubmissionError("run", f"the kernel faulted on the GPU: {name}", fault=name)
     detail = name or (str(err).splitlines() or [type(err).__name__])[0][:200]
     return GraderFault(f"the grader's own CUDA call ({what}) failed: {detail}; this is not the submission's "
                        "doing: run again, and report it if it happens again")
@@ -211,7 +212,8 @@ class Gpu:
         try:
             self.stream.sync()
         except Exception as err:
-            raise SubmissionError("run", f"the kernel faulted on the GPU: {_cuda_error_name(err)}") from None
+            raise SubmissionError("run", f"the kernel faulted on the GPU: {_cuda_error_name(err)}",
+                                  fault=cuda_error_name(err)) from None
 
     # --- memory --------------------------------------------------------------------------------
     def alloc(self, nbytes: int):
@@ -300,16 +302,6 @@ class Gpu:
         return rest[0] if len(rest) == 1 else tuple(rest)
 
 
-@dataclass(frozen=True)
-class DevicePtr:
-    """A device address inside an allocation, passed to kernels as a 64-bit pointer value."""
-
-    ptr: int
-
-    def arg(self) -> np.uint64:
-        return np.uint64(self.ptr)
-
-
 class GuardedArray:
     """A float32 device array of `count` elements with a guard region before and after it.
 
@@ -361,15 +353,6 @@ def _peak_gbs(props) -> float | None:
     except Exception:  # noqa: BLE001 - not every driver reports them
         return None
     return khz * 1e3 * 2 * bits / 8 / 1e9 if khz > 0 and bits > 0 else None
-
-
-def address(x) -> int:
-    """The device address of an int, a DevicePtr or a cuda.core Buffer."""
-    if isinstance(x, int):
-        return x
-    if isinstance(x, DevicePtr):
-        return x.ptr
-    return int(x.handle)
 
 
 def cuda_error_name(err: BaseException) -> str | None:

@@ -11,9 +11,15 @@ Exit codes of `grade` (README, "Exit codes"):
      or one of the grader's own CUDA calls failed (not a launch or fault of the submission's kernel)
   5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, or timings
      a quiet GPU would not give); run again
+  130 interrupted (Ctrl-C)
+`grade batch` adds: 4 also when the batch is incomplete (a row busy, not graded, or a stop by a signal).
+
+Also here: `Stage`, the one vocabulary of stage names (what grade_file announces, where a report stopped).
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -21,6 +27,56 @@ EXIT_INPUT = 2
 EXIT_NO_GPU = 3
 EXIT_GRADER = 4
 EXIT_BUSY = 5
+EXIT_INCOMPLETE = 4
+"""`grade batch`: some submission has no final row (busy, not graded, or the batch was stopped); run again."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT): 128 + the signal's number, as shells report it."""
+
+
+class Stage(StrEnum):
+    """Every stage name of the grader, in one place.
+
+    grade_file announces READ, CONTEXT, COMPILE, VERIFY and TIME (in that order) to its on_stage callback as
+    it enters them: the terminal's stage line, `grade FILE`'s watchdog and the batch's time limits use them.
+    A report's `stage` says where grading stopped: INPUT (the file could not be read), SOURCE (a refused
+    construct), COMPILE, CONTRACT (parameter list or a launch value the contract cannot express), LAUNCH
+    (refused by the driver), RUN (a fault, or a limit passed while the kernel ran), VERIFY (wrong output),
+    TIME (busy: timing withheld), GRADE (graded); and the grader's own: GRADER (its own call failed),
+    INSTALL (an incomplete install), SETUP (a batch worker that did not start).
+    """
+
+    READ = "read"
+    CONTEXT = "context"
+    INPUT = "input"
+    SOURCE = "source"
+    COMPILE = "compile"
+    CONTRACT = "contract"
+    LAUNCH = "launch"
+    RUN = "run"
+    VERIFY = "verify"
+    TIME = "time"
+    GRADE = "grade"
+    GRADER = "grader"
+    INSTALL = "install"
+    SETUP = "setup"
+
+
+PROGRESS = (Stage.READ, Stage.CONTEXT, Stage.COMPILE, Stage.VERIFY, Stage.TIME)
+"""The stages grade_file announces, in order (a run may stop after any of them)."""
+
+NOT_GRADED = (Stage.GRADER, Stage.INSTALL)
+"""Report stages that mean the grader, not the submission, could not finish (no score is given)."""
+
+
+def stopped_in(progress: str) -> Stage:
+    """The report stage of a grading stopped from outside (a time limit, a death, the memory limit) while it
+    was in stage `progress`: SETUP before a batch worker took its job, COMPILE while compiling, RUN once the
+    kernel may have been running (verify, time)."""
+    if progress == Stage.COMPILE:
+        return Stage.COMPILE
+    if progress in (Stage.VERIFY, Stage.TIME, Stage.RUN):
+        return Stage.RUN
+    return Stage.SETUP
 
 
 class GraderError(Exception):
@@ -38,14 +94,27 @@ class InputError(GraderError):
 class SubmissionError(GraderError):
     """The submission was read but cannot be run: verdict "error" (exit 1).
 
-    `stage` names where it stopped: "source", "compile", "contract", "launch" or "run".
-    `details` holds extra lines (a compile log, both parameter lists) shown under the message.
+    `stage` names where it stopped: Stage.SOURCE, COMPILE, CONTRACT, LAUNCH or RUN.
+    `details` holds extra lines (a compile log, both parameter lists) shown under the message. `fault` is
+    the CUDA error a kernel left behind (e.g. "CUDA_ERROR_MISALIGNED_ADDRESS"), where there is one.
     """
 
-    def __init__(self, stage: str, message: str, details: str = "") -> None:
+    def __init__(self, stage: str, message: str, details: str = "", fault: str | None = None) -> None:
         super().__init__(message)
-        self.stage = stage
+        self.stage = Stage(stage)
         self.details = details
+        self.fault = fault
+
+
+class WrongOutput(GraderError):
+    """A timed launch of the submission gave a wrong output (checked on the GPU, grader.verify.DeviceCheck):
+    verdict "fail" at stage "verify" (exit 1). `verification` is the failed grader.verify.Verification."""
+
+    stage = Stage.VERIFY
+
+    def __init__(self, verification) -> None:
+        super().__init__(verification.message)
+        self.verification = verification
 
 
 class SandboxError(GraderError):
@@ -67,7 +136,16 @@ class GraderFault(GraderError):
     what failed and what to do."""
 
     exit_code = EXIT_GRADER
-    stage = "grader"
+    stage = Stage.GRADER
+    details = ""
+
+
+class Busy(GraderError):
+    """The GPU could not be had quietly while the submission was timed (grader.contention): other processes,
+    or timings a quiet GPU would not give. `str(err)` says why; the verdict is withheld (exit 5)."""
+
+    exit_code = EXIT_BUSY
+    stage = Stage.TIME
     details = ""
 
 
@@ -76,4 +154,18 @@ class InstallError(GraderFault):
     wheels, is missing (installed without the `cu13` or `cu12` extra). `stage` is "install"; the message
     names the pip command."""
 
-    stage = "install"
+    stage = Stage.INSTALL
+
+
+class Interrupted(GraderError):
+    """`grade batch` was stopped by SIGINT or SIGTERM (a Slurm time limit sends SIGTERM): the rows so far are
+    kept; the batch exits EXIT_INCOMPLETE."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+class WorkerStartError(GraderError):
+    """A batch worker died before it was ready (a broken install, not a submission): the batch stops and
+    records no row for the submission it was given (exit 4). The message holds the worker's last stderr line."""
+
+    exit_code = EXIT_GRADER

@@ -17,7 +17,10 @@ DEFAULT_PARAMS = ("x", "bias", "out", "cols")
 DEFAULT_GRID = "row"
 """The page's grid: (ceil(cols / 256), rows), blockIdx.y = row."""
 
-DEFAULT_BLOCK = 256
+BLOCK = 256
+"""Threads per block: the page's launch, the default of a submission's `// grade: block`, and the block of
+every launch of the grader's own kernels and the reference kernels. The only place the number is written."""
+
 DEFAULT_ELEMS_PER_THREAD = 1
 
 # --- Shapes ----------------------------------------------------------------------------------------
@@ -45,6 +48,7 @@ BENCH_FREE_MEMORY_SHARE = 0.6
 device's free memory."""
 
 BENCH_BUFFERS = 3
+"""Benchmark-sized float32 buffers the grade allocates: x, the submission's out, the copies' out."""
 
 # --- Byte model ------------------------------------------------------------------------------------
 BYTES_PER_FLOAT = 4
@@ -53,7 +57,8 @@ FLOATS_PER_ELEMENT = 2
 cache and is not counted (the page's Solution and Pitfalls: counting it inflates GB/s by a quarter)."""
 
 COPY_FLOATS_PER_ELEMENT = 2
-"""A copy reads one float and writes one float per element: the same traffic as the exercise."""
+"""A copy reads one float and writes one float per element: the same traffic as the exercise. The copy
+floor's GB/s is computed with this (grader.timing.CopyFloor)."""
 
 # --- Verification ----------------------------------------------------------------------------------
 TANH_GAP_MAX = 4.7323552e-4
@@ -91,6 +96,9 @@ GUARD_WORD = 0x7FBADBAD
 GOLD = 0.90
 SILVER = 0.75
 """Fraction of the copy floor (the page's Check: 90% or more is gold, 75 to 90 silver, below fails)."""
+
+THRESHOLDS_TEXT = f"gold >= {GOLD:.2f}, silver >= {SILVER:.2f}"
+"""The thresholds as the reports and the gradebook print them."""
 
 PAGE_FLOOR_GBS = 244.7
 """The copy ceiling the page quotes for its Tesla T4 (day 49); shown for context, never graded against."""

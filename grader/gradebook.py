@@ -1,10 +1,9 @@
 """Batch outputs: one row per submission (`BatchResult`), the append-only JSON-lines store that makes a batch
 resumable (`ResultStore`), the gradebook files built from the rows (CSV, JSON, markdown summary, and the
-scores CSV to import into Gradescope), and Gradescope's results.json for one submission (`gradescope_results`).
+scores CSV to import into Gradescope; scores from grader.gradescope).
 
 The CSV files are UTF-8 with a byte order mark, so a spreadsheet shows non-ASCII names right. `fcntl` (POSIX
-only) is imported by ResultStore alone, so `grade FILE` (which uses the Gradescope functions) also runs on
-Windows; `grade batch` is Linux-only.
+only) is imported by ResultStore alone; `grade batch` is Linux-only.
 
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
@@ -31,6 +30,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
+from grader.gradescope import gradescope_score
 from grader.text import markdown_cell
 
 RESULT_SCHEMA_VERSION = 1
@@ -42,7 +42,7 @@ RESULTS_GLOB = "results*.jsonl"
 CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
 SCORES_COLUMNS = ("Email", "Score", "id", "verdict")
 """scores.csv, for Gradescope's score import: the email (the id when it is an email address), the score out of
-10 (POINTS_*; empty when not graded), the batch's id and verdict."""
+10 (grader.gradescope.POINTS_*; empty when not graded), the batch's id and verdict."""
 CSV_ENCODING = "utf-8-sig"
 """UTF-8 with a byte order mark: spreadsheets read the file as UTF-8 (names such as Zoë or 李) instead of the
 system's legacy code page."""
@@ -346,7 +346,7 @@ def summary_markdown(book: Gradebook) -> str:
         out.append(histogram(fractions))
         out.append("```")
         out.append("")
-        out.append(f"Median {statistics.median(fractions):.3f}; gold >= 0.90, silver >= 0.75.")
+        out.append(f"Median {statistics.median(fractions):.3f}; {exercise.THRESHOLDS_TEXT}.")
     else:
         out.append("No submission was timed.")
     out.append("")
@@ -371,108 +371,6 @@ def summary_markdown(book: Gradebook) -> str:
         out.append(tabulate(table, headers=["id", "verdict", "stage", "flags", "reason"], tablefmt="github"))
         out.append("")
     return "\n".join(out)
-
-
-# --- Gradescope ----------------------------------------------------------------------------------------
-POINTS_COMPILE = 1.0
-POINTS_CORRECT = 4.0
-POINTS_SPEED = {"gold": 5.0, "silver": 3.0}
-"""Gradescope score out of 10: compiles and matches the launch (1), correct at every verified shape (4),
-speed: gold 5, silver 3, a correct but slow kernel 0."""
-
-
-NOT_GRADED_NO_GPU = "not graded: this autograder has no GPU"
-NOT_GRADED_STAGES = ("grader", "install")
-"""Stages of an error verdict that are the grader's failure (GraderFault), not the submission's."""
-
-
-def is_graded(report: GradeReport) -> bool:
-    """False for a report that grades nothing: no GPU (static checks only), a busy GPU (the verdict was
-    withheld), or the grader's own failure."""
-    return report.verdict not in ("no-gpu", "busy") and not (report.verdict == "error" and report.stage in NOT_GRADED_STAGES)
-
-
-def gradescope_score(report: GradeReport) -> float | None:
-    """The score out of 10 that gradescope_results gives `report`; None when it is not graded (is_graded)."""
-    return gradescope_results(report)["score"] if is_graded(report) else None
-
-
-def gradescope_results(report: GradeReport) -> dict:
-    """Gradescope's results.json for one submission: {"score", "output", "tests": [...]}, each test {"name",
-    "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see POINTS_*).
-    Outputs hold the grader's own messages only. A report that grades nothing (no GPU, the grader's own
-    failure) gives gradescope_not_graded's results: "not graded", and no points."""
-    if report.verdict == "no-gpu":
-        return gradescope_not_graded(
-            f"{NOT_GRADED_NO_GPU}: correctness and speed need one, so no score is given here. What did run: "
-            f"{report.reason}", static_checks=_reason_and_details(report))
-    if report.verdict == "busy":
-        return gradescope_not_graded(report.reason)
-    if not is_graded(report):
-        return gradescope_not_graded(f"not graded: the grader failed here, not your submission: {report.reason}")
-    compiled = report.compile is not None and report.stage not in ("source", "compile", "contract", "input")
-    ran = report.verification
-    correct = compiled and bool(ran) and all(v.passed for v in ran) and report.verdict in ("gold", "silver", "fail") \
-        and report.stage == "grade"
-    tests = []
-    if compiled:
-        compile_out = f"compiled for {report.compile.arch}: {report.compile.registers} registers"
-    else:
-        compile_out = _reason_and_details(report)
-    tests.append(_gs_test("Compiles, with the launch's parameter list", POINTS_COMPILE if compiled else 0.0,
-                          POINTS_COMPILE, compiled, compile_out))
-    if correct:
-        correct_out = "\n".join(v.message for v in ran)
-    elif report.verdict == "no-gpu":
-        correct_out = "not run: the grading machine has no GPU (" + report.reason + ")"
-    elif not compiled:
-        correct_out = "not run: the kernel did not compile or does not match the launch"
-    else:
-        correct_out = _reason_and_details(report)
-    tests.append(_gs_test("Correct output (ragged shapes, guard regions, every timed launch)",
-                          POINTS_CORRECT if correct else 0.0, POINTS_CORRECT, correct, correct_out))
-    speed = POINTS_SPEED.get(report.verdict, 0.0) if correct else 0.0
-    if correct:
-        speed_out = f"{report.verdict.upper()}: {report.reason}"
-        if report.borderline:
-            speed_out += " (borderline: the measurement's band straddles a threshold)"
-    else:
-        speed_out = "not timed: the kernel must be correct first"
-    tests.append(_gs_test("Bandwidth: gold >= 0.90, silver >= 0.75 of the copy floor", speed,
-                          max(POINTS_SPEED.values()), speed > 0, speed_out))
-    flags = "".join(f"\nFlag ({f.kind}): {f.message}" for f in report.flags)
-    hints = "".join(f"\nHint: {h}" for h in report.hints)
-    return {
-        "score": sum(t["score"] for t in tests),
-        "output": f"Verdict: {report.verdict.upper()}: {report.reason}{flags}{hints}",
-        "tests": tests,
-    }
-
-
-def _reason_and_details(report: GradeReport) -> str:
-    return report.reason + ("\n" + report.details if report.details else "")
-
-
-def gradescope_not_graded(message: str, static_checks: str = "") -> dict:
-    """Gradescope's results.json for a submission the grader could not grade here (no GPU, an incomplete
-    install, its own CUDA call failing): the output says "not graded" with `message`, and no test is worth a
-    point (max_score 0; Gradescope needs a number, so the score is 0 out of 0). `static_checks`, when given,
-    becomes a test saying what did pass. `extra_data.graded` is false."""
-    tests = [_gs_test("Static checks (compiles, parameter list)", 0.0, 0.0, True, static_checks)] if static_checks \
-        else []
-    return {"score": 0.0, "output": message, "tests": tests, "extra_data": {"graded": False}}
-
-
-def gradescope_refusal(message: str) -> dict:
-    """Gradescope's results.json for a submission that could not be graded at all (no file, several files):
-    score 0 and the message."""
-    return {"score": 0.0, "output": message,
-            "tests": [_gs_test("A single .cu submission", 0.0, POINTS_COMPILE, False, message)]}
-
-
-def _gs_test(name: str, score: float, max_score: float, passed: bool, output: str) -> dict:
-    return {"name": name, "score": score, "max_score": max_score, "status": "passed" if passed else "failed",
-            "output": output, "visibility": "visible"}
 
 
 def write_json(path: Path, data: dict) -> None:

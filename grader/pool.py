@@ -8,7 +8,8 @@ last line is ever shown, for a worker that died). While a job runs, the slot's n
 started (imports only; CUDA is untouched until it has a job), so the start-up cost is hidden.
 
 Deadlines: start-up (imports, reading, CUDA context) and the run (verification plus timing) each get the
-run limit; compilation gets the compile limit, counted from the worker's `compiling` message. A worker
+run limit; compilation gets the compile limit, counted from the worker's `compile` stage message; the run
+limit starts again at its `verify` message. A worker
 whose resident memory passes the memory limit is stopped too (NVRTC on an exploding template can take
 gigabytes in seconds). The batch's own process never touches CUDA.
 """
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grader
-from grader.report import GradeReport
+from grader.errors import Interrupted, Stage, WorkerStartError, stopped_in
+from grader.report import GradeReport, error_report
 from grader.text import printable
 
 WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
@@ -123,7 +125,7 @@ class Job:
     item: object  # a grader.batch.Item
     worker: Worker
     started: float
-    stage: str = "setup"
+    stage: str = Stage.SETUP
     deadline: float = 0.0
     result: dict | None = None
 
@@ -137,17 +139,14 @@ class Slot:
     standby: Worker | None = None
 
 
-STAGE_OF = {"setup": "setup", "compiling": "compile", "running": "run", "verifying": "run", "timing": "run"}
-
-
 def timeout_reason(stage: str, compile_limit: float, run_limit: float) -> str:
     """The reason recorded when a worker is stopped at its stage's time limit."""
-    if stage == "compiling":
+    if stage == Stage.COMPILE:
         return (f"compile time limit exceeded: NVRTC ran for more than {compile_limit:g} s (deep template "
                 "recursion or a huge unrolled loop?); the grading process was stopped")
-    if stage == "setup":
+    if stopped_in(stage) == Stage.SETUP:
         return f"the grading process did not start within {run_limit:g} s (CUDA start-up hung?); it was stopped"
-    doing = {"verifying": "while verifying at the ragged shapes", "timing": "while being timed"}.get(stage, "")
+    doing = {Stage.VERIFY: "while verifying at the ragged shapes", Stage.TIME: "while being timed"}.get(stage, "")
     return (f"run time limit exceeded: the kernel did not finish within {run_limit:g} s {doing} (an endless loop "
             "such as while(1), or a kernel far too slow to time); the grading process was stopped").replace("  ", " ")
 
@@ -161,8 +160,7 @@ def died_reason(stage: str, returncode: int | None, tail: str) -> str:
             how = f"signal {-returncode}"
     else:
         how = f"exit code {returncode}"
-    where = {"setup": "start-up", "compiling": "compilation", "running": "the run", "verifying": "verification",
-             "timing": "timing"}.get(stage, stage)
+    where = {Stage.COMPILE: "compilation", Stage.VERIFY: "the run", Stage.TIME: "timing"}.get(stage, "start-up")
     return f"the grading process died during {where} ({how})" + (f": {tail}" if tail else "")
 
 
@@ -209,15 +207,6 @@ class Progress:
 
 def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
-
-
-class Interrupted(Exception):
-    """Raised in the batch by SIGINT or SIGTERM (a Slurm time limit sends SIGTERM)."""
-
-
-class WorkerStartError(Exception):
-    """A worker died before it was ready (a broken install, not a submission): the batch stops, and records
-    no row for the submission it was given. The message holds the worker's last stderr line."""
 
 
 def memory_bytes(pid: int) -> int:
@@ -304,14 +293,14 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
                 w.ready = w.ready or now
             elif event == "stage":
                 job.stage = msg.get("stage", job.stage)
-                if job.stage == "compiling":
+                if job.stage == Stage.COMPILE:
                     job.deadline = now + compile_limit
-                elif job.stage == "running":
+                elif job.stage == Stage.VERIFY:
                     job.deadline = now + run_limit
             elif event == "result":
                 job.result = msg
         w.messages.clear()
-        stage = STAGE_OF.get(job.stage, job.stage)
+        stage = stopped_in(job.stage)
         if job.result is not None:
             phases = dict(job.result.get("phases", {}))
             phases["start"] = (w.ready or now) - w.spawned
@@ -321,13 +310,13 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
             w.popen.wait()
             tail = w.stderr_tail()
             if w.ready is None:
-                why = died_reason("setup", w.popen.returncode, tail)
+                why = died_reason(Stage.SETUP, w.popen.returncode, tail)
                 raise WorkerStartError(f"the grading process failed to start ({why})")
-            finish(slot, error_report(job.item, stage, died_reason(job.stage, w.popen.returncode, tail)), {})
+            finish(slot, item_error(job.item, stage, died_reason(job.stage, w.popen.returncode, tail)), {})
         elif now > job.deadline:
-            finish(slot, error_report(job.item, stage, timeout_reason(job.stage, compile_limit, run_limit)), {})
+            finish(slot, item_error(job.item, stage, timeout_reason(job.stage, compile_limit, run_limit)), {})
         elif memory_limit and memory_bytes(w.popen.pid) > memory_limit:
-            finish(slot, error_report(job.item, stage, memory_reason(job.stage, memory_limit)), {})
+            finish(slot, item_error(job.item, stage, memory_reason(job.stage, memory_limit)), {})
 
     try:
         while pending or any(s.job for s in slots):
@@ -355,7 +344,7 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
 
 def memory_reason(stage: str, limit: float) -> str:
     """The reason recorded when a worker is stopped for passing the memory limit."""
-    where = "while compiling (an exploding template?)" if stage == "compiling" else f"during {stage}"
+    where = "while compiling (an exploding template?)" if stage == Stage.COMPILE else f"during {stage}"
     return (f"memory limit exceeded: the grading process used more than {limit / 2**30:g} GiB {where}; "
             "it was stopped")
 
@@ -366,6 +355,6 @@ def _readable(w: Worker) -> bool:
     return not w.eof and bool(w.buf)
 
 
-def error_report(item, stage: str, reason: str) -> GradeReport:
-    """An error-verdict GradeReport for `item` (anything with `path` and `sha256`) found by the batch itself."""
-    return GradeReport(file=item.path, sha256=item.sha256 or "", verdict="error", stage=stage, reason=reason)
+def item_error(item, stage: Stage, reason: str) -> GradeReport:
+    """The error report for `item` (anything with `path` and `sha256`) when the batch itself stopped it."""
+    return error_report(item.path, stage, reason, sha256=item.sha256 or "")

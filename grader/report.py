@@ -12,14 +12,19 @@ from typing import Literal
 from tabulate import tabulate
 
 from grader import exercise
+from grader.claims import Flag
 from grader.contract import Contract
 from grader.device import GpuInfo
+from grader.errors import Stage
 from grader.model import ReportModel
 from grader.text import printable_lines
+from grader.timing import TimedRow
 from grader.verify import Verification
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: table rows are grader.timing.TimedRow (values_per_elem and value_bytes instead of floats_per_elem);
+stage is one of grader.errors.Stage."""
 
 
 class CompileSummary(ReportModel):
@@ -48,30 +53,6 @@ class ByteModel(ReportModel):
     not_counted: str = "bias: one cols-float vector read by every row from cache"
 
 
-class TableRow(ReportModel):
-    """One row of the part-3 table: median ms, GB/s (1e9 bytes/s), x copy = GB/s over the floor's GB/s,
-    spread = interquartile range over the median, reps = timed launches."""
-
-    version: str
-    kernels: int
-    floats_per_elem: int
-    ms: float
-    gbs: float
-    x_copy: float
-    spread: float
-    reps: int
-    rse: float
-
-
-class Flag(ReportModel):
-    """A problem with the student's own numbers: what it is, the student's number and the grader's."""
-
-    kind: str
-    message: str
-    student: str
-    grader: str
-
-
 class GradeReport(ReportModel):
     """Everything one grading produced. `verdict` is gold, silver, fail, error (could not be run: `stage`
     says where it stopped), no-gpu (static checks only) or busy (correct, but the GPU was shared while it
@@ -88,7 +69,7 @@ class GradeReport(ReportModel):
     verdict: Verdict
     reason: str
     details: str = ""
-    stage: str | None = None
+    stage: Stage | None = None
     seed: int | None = None
     versions: dict[str, str] = {}
     gpu: GpuInfo | None = None
@@ -98,7 +79,7 @@ class GradeReport(ReportModel):
     verification: list[Verification] = []
     bench_rows: int | None = None
     bench_cols: int | None = None
-    table: list[TableRow] = []
+    table: list[TimedRow] = []
     floor_version: str | None = None
     floor_gbs: float | None = None
     fraction: float | None = None
@@ -111,6 +92,13 @@ class GradeReport(ReportModel):
     kernel_output: list[str] = []
     kernel_output_dropped: int = 0
     sandbox: str = ""
+
+
+def error_report(file: str, stage: Stage, reason: str, details: str = "", **fields) -> GradeReport:
+    """The report of a grading that stopped with verdict "error" at `stage` (every place that stops one, the
+    batch's parent and workers included, builds it here). fields: any other GradeReport field (sha256,
+    versions, ...)."""
+    return GradeReport(file=file, verdict="error", stage=stage, reason=reason, details=details, **fields)
 
 
 def render_text(r: GradeReport) -> str:
@@ -151,7 +139,7 @@ def render_text(r: GradeReport) -> str:
     if r.seed is not None and r.verification:  # inputs were drawn: the seed replays them
         out.append(f"Seed: {r.seed} (replay with --seed {r.seed})")
     if r.table:
-        rows = [[t.version, t.kernels, t.floats_per_elem, f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}",
+        rows = [[t.version, t.kernels, f"{t.floats_per_elem:g}", f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}",
                  f"{100 * t.spread:.1f}%", t.reps] for t in r.table]
         out.append("")
         out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy",

@@ -11,6 +11,7 @@ parsed by `grader.contract`.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,15 @@ def read_submission(path: str | Path) -> Submission:
         sha256=hashlib.sha256(raw).hexdigest(),
         contract=contract,
     )
+
+
+def read_capped(path: str | os.PathLike) -> bytes:
+    """At most MAX_SOURCE_BYTES + 1 bytes of the file at `path`, opened without following a
+    final symlink and without blocking on a FIFO (grader.batch hashes a submission with this, the worker
+    reads the same bytes with it). Raises OSError (a link, a missing or unreadable file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_SOURCE_BYTES + 1)
 
 
 def _not_cuda(suffix: str) -> str:

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import sys
 
+from grader.errors import Stage
 from grader.timing import TIME_CAP_S
 
 STAGE_TEXT = {
-    "read": "reading",
-    "context": "opening the GPU for",
-    "compile": "compiling",
-    "verify": "verifying",
-    "time": f"timing (up to {2 * TIME_CAP_S:.0f} s)",
+    Stage.READ: "reading",
+    Stage.CONTEXT: "opening the GPU for",
+    Stage.COMPILE: "compiling",
+    Stage.VERIFY: "verifying",
+    Stage.TIME: f"timing (up to {2 * TIME_CAP_S:.0f} s)",
 }
-"""The words shown for each of grader.grade.STAGES."""
+"""The words shown for each of grader.errors.PROGRESS."""
 
 
 class StageLine:

@@ -10,16 +10,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
 
 from grader import exercise
 from grader import kernels as grader_kernels
-from grader.device import Gpu, GpuInfo, address
+from grader.device import Gpu, GpuInfo
+from grader.errors import GraderFault
+from grader.launch import LaunchSpec, Param, bind
+from grader.model import ReportModel
 
 FLOOR_SOURCE = "floor.cu"
-FLOOR_BLOCK = 256
 FLOOR_SCALAR = "copy, 1 float/thread"
 FLOOR_VEC4 = "copy, 16 B/thread"
 FLOOR_MEMCPY = "cuMemcpyDtoD"
@@ -34,6 +37,17 @@ TARGET_RSE = 0.005
 
 TIME_CAP_S = 20.0
 """... or once this much wall time has been spent timing, whichever comes first."""
+
+
+@dataclass(frozen=True)
+class TimerSettings:
+    """How long to time: warm-up ms, then rounds until every median's relative standard error is below
+    target_rse (after min_reps rounds) or cap_s seconds pass."""
+
+    warmup_ms: float = WARMUP_MS
+    min_reps: int = MIN_REPS
+    target_rse: float = TARGET_RSE
+    cap_s: float = TIME_CAP_S
 
 
 class TimingStats(BaseModel):
@@ -99,7 +113,7 @@ class AlternatingTimer:
 
     def run(self, min_reps: int = MIN_REPS, target_rse: float = TARGET_RSE, cap_s: float = TIME_CAP_S) -> None:
         """Time rounds until each median's rse < target_rse (after min_reps rounds in all) or cap_s passes,
-        or until after_round returns False (then `stopped` is True)."""
+        or until after_round returns False (then `stopped` is True). May be called again to extend."""
         deadline = time.monotonic() + cap_s
         names = list(self.launches)
         while True:
@@ -128,20 +142,32 @@ class AlternatingTimer:
         return {name: stats_of(name, t) for name, t in self.times.items() if t}
 
 
-def bench_shape(info: GpuInfo) -> tuple[int, int]:
+def bench_shape(info: GpuInfo, buffers: int = exercise.BENCH_BUFFERS, free_bytes: int | None = None) -> tuple[int, int]:
     """(rows, cols) of the benchmark: each float32 buffer at least BENCH_L2_MULTIPLE x the L2 size, capped
-    by free memory (BENCH_BUFFERS buffers within BENCH_FREE_MEMORY_SHARE of it), rows <= 65535 (gridDim.y) and cols a
-    multiple of BENCH_COL_MULTIPLE. Raises ValueError if the card is too small for a meaningful shape."""
-    want = exercise.BENCH_L2_MULTIPLE * info.l2_bytes
-    cap = int(info.free_bytes * exercise.BENCH_FREE_MEMORY_SHARE / exercise.BENCH_BUFFERS)
-    nbytes = min(want, cap)
-    elems = nbytes // exercise.BYTES_PER_FLOAT
+    so that `buffers` buffers of rows x cols fit in BENCH_FREE_MEMORY_SHARE of the free memory (`free_bytes`,
+    default info.free_bytes, read when the GPU was opened), rows <= 65535 (gridDim.y) and cols a multiple of
+    BENCH_COL_MULTIPLE.
+
+    Raises GraderFault (exit 4: the machine's, not the submission's) when the card has too little free
+    memory for one row of BENCH_COL_MULTIPLE floats per buffer.
+    """
+    free = info.free_bytes if free_bytes is None else free_bytes
+    cap = int(free * exercise.BENCH_FREE_MEMORY_SHARE / buffers)
+    elems = min(exercise.BENCH_L2_MULTIPLE * info.l2_bytes, cap) // exercise.BYTES_PER_FLOAT
     step = exercise.BENCH_COL_MULTIPLE
     cols = max(step, math.ceil(elems / exercise.MAX_GRID_Y / step) * step)
     rows = min(exercise.MAX_GRID_Y, elems // cols)
     if rows < 1:
-        raise ValueError(f"only {info.free_bytes} bytes free: too little for a benchmark buffer")
+        raise GraderFault(f"the GPU has only {free / 2**20:.0f} MiB free: too little for {buffers} benchmark "
+                          f"buffers of {step} floats; free GPU memory (other processes) or use a larger card")
     return rows, cols
+
+
+COPY_PARAMS = (Param("src", "ptr"), Param("dst", "ptr"), Param("n", "u64"))
+COPY_SCALAR = LaunchSpec(COPY_PARAMS, values_per_elem=exercise.COPY_FLOATS_PER_ELEMENT)
+"""copyScalar (grader/kernels/floor.cu): one float per thread; n = floats."""
+COPY_VEC4 = LaunchSpec(COPY_PARAMS, elems_per_thread=4, values_per_elem=exercise.COPY_FLOATS_PER_ELEMENT)
+"""copyVec4: one float4 (16 bytes) per thread; n = float4s."""
 
 
 class CopyFloor:
@@ -155,21 +181,21 @@ class CopyFloor:
         """Launch functions copying n floats (n a multiple of 4) from `src` to `dst` three ways."""
         assert n % 4 == 0
         gpu, k = self.gpu, self.kernels
-        src_arg, dst_arg = np.uint64(address(src)), np.uint64(address(dst))
-        scalar_grid = (math.ceil(n / FLOOR_BLOCK), 1, 1)
-        vec_grid = (math.ceil(n // 4 / FLOOR_BLOCK), 1, 1)
-        block = (FLOOR_BLOCK, 1, 1)
+        nbytes = n * exercise.BYTES_PER_FLOAT
         return {
-            FLOOR_SCALAR: lambda: gpu.launch(k["copyScalar"], scalar_grid, block, src_arg, dst_arg, np.uint64(n)),
-            FLOOR_VEC4: lambda: gpu.launch(k["copyVec4"], vec_grid, block, src_arg, dst_arg, np.uint64(n // 4)),
-            FLOOR_MEMCPY: lambda: gpu.copy(dst, src, n * exercise.BYTES_PER_FLOAT),
+            FLOOR_SCALAR: bind(gpu, k["copyScalar"], COPY_SCALAR, 1, n, {"src": src, "dst": dst, "n": n}),
+            FLOOR_VEC4: bind(gpu, k["copyVec4"], COPY_VEC4, 1, n, {"src": src, "dst": dst, "n": n // 4}),
+            FLOOR_MEMCPY: lambda: gpu.copy(dst, src, nbytes),
         }
+
+
+FILL = LaunchSpec((Param("out", "ptr"), Param("n", "u64"), Param("seed", "u64"), Param("lo", "f32"),
+                   Param("hi", "f32")), grid="stride", cap=True)
+"""fillUniform (grader/kernels/inputs.cu): a grid-stride fill, one GPU-filling grid at most."""
 
 
 class InputFiller:
     """Fills device buffers with uniform random floats on the GPU (grader/kernels/inputs.cu)."""
-
-    BLOCK = 256
 
     def __init__(self, gpu: Gpu) -> None:
         self.gpu = gpu
@@ -177,6 +203,108 @@ class InputFiller:
 
     def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
         """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
-        grid = (min(math.ceil(n / self.BLOCK), self.gpu.info.multiprocessors * 8), 1, 1)
-        self.gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(int(buf.handle)), np.uint64(n),
-                        np.uint64(seed), np.float32(lo), np.float32(hi))
+        bind(self.gpu, self.kernel, FILL, 1, n, {"out": buf, "n": n, "seed": seed, "lo": lo, "hi": hi})()
+
+
+# --- the timed table: versions beside the copy floor, one row model -----------------------------------
+class TimedRow(ReportModel):
+    """One row of a timed table (the course page's part-3 columns and more): version label, kernels
+    launched, work per thread (pairs, floats or bf16s; 0 for a copy), values read plus written per element
+    and bytes per value, median ms, GB/s (1e9 bytes/s of bytes read plus written), x copy (GB/s over the
+    floor's GB/s), spread (interquartile range over the median), timed rounds, the median's relative
+    standard error, and whether it is one of the copies."""
+
+    version: str
+    kernels: int = 1
+    per_thread: int = 0
+    values_per_elem: int
+    value_bytes: int = exercise.BYTES_PER_FLOAT
+    ms: float
+    gbs: float
+    x_copy: float
+    spread: float = 0.0
+    reps: int
+    rse: float
+    is_floor: bool = False
+
+    @property
+    def floats_per_elem(self) -> float:
+        """Bytes per element in floats (4 bytes): the page's floats/elem column."""
+        return self.values_per_elem * self.value_bytes / exercise.BYTES_PER_FLOAT
+
+
+class Table(ReportModel):
+    """A timed table: its name, the shape timed, elements per tensor, the floor (fastest copy) and its rows."""
+
+    name: str
+    shape: str
+    elements: int
+    floor_version: str
+    floor_gbs: float
+    rows: list[TimedRow]
+    matrix: tuple[int, int] | None = None
+    """(rows, cols) of a row-grid table (the chain, the grade's benchmark)."""
+
+    def row(self, version: str) -> TimedRow:
+        """The row labelled `version`. Raises KeyError if there is none."""
+        for r in self.rows:
+            if r.version == version:
+                return r
+        raise KeyError(version)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One version to time: its label, a function enqueuing its launches, and its byte model (values read
+    plus written per element of the output, bytes per value), kernels launched and work per thread."""
+
+    label: str
+    launch: Callable[[], None]
+    values_per_elem: int
+    value_bytes: int = exercise.BYTES_PER_FLOAT
+    kernels: int = 1
+    per_thread: int = 0
+
+
+class TableTimer:
+    """`versions` (n output elements each) timed beside CopyFloor's three copies of copy_floats floats from
+    copy_src to copy_dst, all in one AlternatingTimer (before_round/after_round as there). `table()` gives
+    the rows; the floor is the fastest copy."""
+
+    def __init__(self, gpu: Gpu, floor: CopyFloor, versions: list[Timed], n: int, copy_src, copy_dst,
+                 copy_floats: int, before_round: Callable[[int], None] | None = None,
+                 after_round: Callable[[int], bool] | None = None) -> None:
+        self.versions, self.n, self.copy_floats = versions, n, copy_floats
+        self.floor_names = list(floor.launches(copy_src, copy_dst, copy_floats))
+        launches = {v.label: v.launch for v in versions}
+        launches.update(floor.launches(copy_src, copy_dst, copy_floats))
+        self.timer = AlternatingTimer(gpu, launches, before_round, after_round)
+
+    def run(self, settings: TimerSettings = TimerSettings()) -> None:
+        """Warm up, then time rounds as `settings` says (AlternatingTimer.run)."""
+        self.timer.warm_up(settings.warmup_ms)
+        self.timer.run(min_reps=settings.min_reps, target_rse=settings.target_rse, cap_s=settings.cap_s)
+
+    def extend(self, target_rse: float) -> None:
+        """Time as many rounds again (at least), until every rse < target_rse or the time cap passes."""
+        self.timer.run(min_reps=self.timer.rounds * 2, target_rse=target_rse)
+
+    def table(self, name: str, shape: str, matrix: tuple[int, int] | None = None) -> Table:
+        """The table of everything timed so far: one TimedRow per version, then the copies'."""
+        stats = self.timer.stats()
+        copy_bytes = self.copy_floats * exercise.COPY_FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+        floor_name = min(self.floor_names, key=lambda k: stats[k].median_ms)
+        floor_gbs = gbs(copy_bytes, stats[floor_name].median_ms)
+
+        def row(label: str, nbytes: int, **model) -> TimedRow:
+            s = stats[label]
+            speed = gbs(nbytes, s.median_ms)
+            return TimedRow(version=label, ms=s.median_ms, gbs=speed, x_copy=speed / floor_gbs, spread=s.spread,
+                            reps=s.reps, rse=s.rse, **model)
+
+        rows = [row(v.label, self.n * v.values_per_elem * v.value_bytes, kernels=v.kernels, per_thread=v.per_thread,
+                    values_per_elem=v.values_per_elem, value_bytes=v.value_bytes) for v in self.versions]
+        rows += [row(label, copy_bytes, values_per_elem=exercise.COPY_FLOATS_PER_ELEMENT, is_floor=True)
+                 for label in self.floor_names]
+        return Table(name=name, shape=shape, elements=self.n, floor_version=floor_name, floor_gbs=floor_gbs,
+                     rows=rows, matrix=matrix)

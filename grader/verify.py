@@ -2,7 +2,8 @@
 
 Before anything is timed. The output is poisoned with NaN before the launch (an element never written
 stays NaN and fails), every buffer has guard regions before and after it (a kernel that writes outside
-`out` fails), and the inputs are read back (a kernel that writes into x or bias fails).
+`out` fails), and the inputs are read back (a kernel that writes into x or bias fails): `GuardedRun`, which
+the reference kernels' gates use too. `DeviceCheck` checks the outputs of timed launches on the GPU.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from grader import exercise
-from grader.contract import Contract, kernel_args, plan_launch
+from grader.contract import Contract
 from grader.device import Gpu, GuardedArray
 from grader.errors import SubmissionError
+from grader.launch import LaunchSpec, Param, address, bind
 from grader.model import ReportModel
 from grader.reference import bias_gelu, make_inputs
 
@@ -87,26 +89,83 @@ def compare(got: np.ndarray, ref: np.ndarray) -> Verification:
     return result
 
 
-def verify(gpu: Gpu, kernel, contract: Contract, widths: tuple[int, ...], rows: int, cols: int,
+def guard_text(damage: list[str]) -> str:
+    """The one line for writes outside a run's arrays: damage lists the guard regions hit ('after out')."""
+    return f"wrote outside its arrays (guard region {', '.join(damage)})"
+
+
+class GuardedRun:
+    """The device buffers of one checked run, each a GuardedArray (guard regions before and after): inputs
+    copied from host arrays (their bytes are compared after the run), outputs filled with a pattern (NaN by
+    default: an element never written stays NaN). Use as a context manager; every buffer is freed at exit.
+    Used by `verify` for the submission and by reference_kernels.gates for the reference kernels."""
+
+    def __init__(self, gpu: Gpu) -> None:
+        self.gpu = gpu
+        self.inputs: dict[str, tuple[GuardedArray, np.ndarray]] = {}
+        self.owned: list[GuardedArray] = []
+
+    def __enter__(self) -> "GuardedRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def input(self, name: str, host: np.ndarray) -> GuardedArray:
+        """A guarded device copy of `host` (any dtype), remembered as input `name`."""
+        host = np.ascontiguousarray(host)
+        g = GuardedArray(self.gpu, max(1, -(-host.nbytes // 4)))
+        self.owned.append(g)
+        self.gpu.upload(g.data.ptr, host)
+        self.inputs[name] = (g, host)
+        return g
+
+    def output(self, words: int, fill: int = NAN_WORD) -> GuardedArray:
+        """A guarded output of `words` 32-bit words, each set to `fill` (a float32 quiet NaN by default)."""
+        g = GuardedArray(self.gpu, words)
+        self.owned.append(g)
+        g.poison(fill)
+        return g
+
+    def changed_inputs(self) -> list[str]:
+        """Names of the inputs whose bytes differ from the host arrays they were copied from."""
+        out = []
+        for name, (g, host) in self.inputs.items():
+            got = self.gpu.download(g.data.ptr, host.nbytes, np.uint8)
+            if not np.array_equal(got, host.view(np.uint8).ravel()):
+                out.append(name)
+        return out
+
+    def close(self) -> None:
+        """Free every buffer made by input() and output()."""
+        for g in self.owned:
+            g.close()
+        self.owned.clear()
+
+
+def guard_damage(arrays: dict[str, GuardedArray]) -> list[str]:
+    """'before NAME' / 'after NAME' for each guard region of `arrays` that no longer holds its pattern."""
+    return [f"{side} {name}" for name, a in arrays.items() for side in a.guard_damage()]
+
+
+def verify(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, rows: int, cols: int,
            rng: np.random.Generator) -> Verification:
-    """Launch the submission once at rows x cols on fresh inputs from `rng` and check everything.
+    """Launch the submission (launched per `spec`, arguments per `contract`) once at rows x cols on fresh
+    inputs from `rng` and check everything: the output against float64, the guard regions, the inputs.
 
     Raises SubmissionError(stage "run") if the kernel faults; a misaligned access at a shape whose rows are
-    not 16-byte aligned gets a message naming that.
+    not 16-byte aligned gets details naming that.
     """
     x, bias = make_inputs(rng, rows, cols)
-    arrays = {"x": GuardedArray(gpu, x.size), "bias": GuardedArray(gpu, bias.size), "out": GuardedArray(gpu, x.size)}
-    try:
-        arrays["x"].write(x.ravel())
-        arrays["bias"].write(bias)
-        arrays["out"].poison(NAN_WORD)
-        plan = plan_launch(contract, rows, cols, gpu.info.multiprocessors, gpu.info.threads_per_multiprocessor)
-        args = kernel_args(contract, widths, {k: a.data.ptr for k, a in arrays.items()}, rows, cols)
-        gpu.launch(kernel, plan.grid, plan.block, *args)
+    with GuardedRun(gpu) as run:
+        arrays = {"x": run.input("x", x.ravel()), "bias": run.input("bias", bias), "out": run.output(x.size)}
+        launch = bind(gpu, kernel, spec, rows, cols,
+                      contract.launch_values({k: a.data for k, a in arrays.items()}, rows, cols))
+        launch()
         try:
             gpu.sync()
         except SubmissionError as err:
-            if "MISALIGNED" in str(err) and cols % 4:
+            if err.fault == "CUDA_ERROR_MISALIGNED_ADDRESS" and cols % 4:
                 err.details = (
                     f"At {rows} x {cols} a row is {cols * 4} bytes, not a multiple of 16: rows after the first "
                     "do not start 16-byte aligned. Use 16-byte (float4) accesses only where the address is "
@@ -114,19 +173,13 @@ def verify(gpu: Gpu, kernel, contract: Contract, widths: tuple[int, ...], rows: 
                 )
             raise
         result = compare(arrays["out"].read().reshape(rows, cols), bias_gelu(x, bias))
-        result.guard_damage = [f"{side} {name}" for name, a in arrays.items() for side in a.guard_damage()]
-        if not np.array_equal(arrays["x"].read(), x.ravel()):
-            result.inputs_changed.append("x")
-        if not np.array_equal(arrays["bias"].read(), bias):
-            result.inputs_changed.append("bias")
-    finally:
-        for a in arrays.values():
-            a.close()
+        result.guard_damage = guard_damage(arrays)
+        result.inputs_changed = run.changed_inputs()
     if result.guard_damage:
         result.passed = False
         result.message = (
-            f"wrote outside its arrays at {rows} x {cols} (guard region {', '.join(result.guard_damage)}): "
-            "is every store inside `if (col < cols)` (or `i < n`)? " + result.message
+            f"{guard_text(result.guard_damage)} at {rows} x {cols}: is every store inside `if (col < cols)` "
+            "(or `i < n`)? " + result.message
         )
     elif result.inputs_changed:
         result.passed = False
@@ -134,11 +187,15 @@ def verify(gpu: Gpu, kernel, contract: Contract, widths: tuple[int, ...], rows: 
     return result
 
 
+CHECK = LaunchSpec((Param("x", "ptr"), Param("bias", "ptr"), Param("out", "ptr"), Param("rows", "u64"),
+                    Param("cols", "u64"), Param("atol", "f64"), Param("rtol", "f64"), Param("bad", "ptr"),
+                    Param("first", "ptr")), grid="stride")
+"""checkBiasGelu (grader/kernels/check.cu): a grid-stride pass over the output, one GPU-filling grid."""
+
+
 class DeviceCheck:
     """Checks a whole output on the GPU against a float64 reference computed there (grader/kernels/check.cu),
     so outputs of timed launches at the benchmark shape are checked without copying gigabytes to the host."""
-
-    BLOCK = 256
 
     def __init__(self, gpu: Gpu) -> None:
         from grader import kernels as grader_kernels
@@ -153,15 +210,12 @@ class DeviceCheck:
         `label` names the launch in the message (e.g. 'timed launch 12'). Raises SubmissionError(stage
         "run") if an earlier kernel of the submission faulted.
         """
-        from grader.device import address
-
         gpu = self.gpu
         counters = address(self.counters)
         gpu.upload(counters, np.array([0, np.iinfo(np.uint64).max], dtype=np.uint64))
-        grid = (gpu.info.multiprocessors * 8, 1, 1)
-        gpu.launch(self.kernel, grid, (self.BLOCK, 1, 1), np.uint64(address(x)), np.uint64(address(bias)),
-                   np.uint64(address(out)), np.uint64(rows), np.uint64(cols), np.float64(exercise.ATOL),
-                   np.float64(exercise.RTOL), np.uint64(counters), np.uint64(counters + 8))
+        bind(gpu, self.kernel, CHECK, rows, cols, dict(
+            x=x, bias=bias, out=out, rows=rows, cols=cols, atol=exercise.ATOL, rtol=exercise.RTOL,
+            bad=counters, first=counters + 8))()
         bad, first = (int(v) for v in gpu.download(counters, 2, np.uint64))
         result = Verification(rows=rows, cols=cols, passed=bad == 0, total=rows * cols, bad=bad)
         if not bad:

@@ -22,19 +22,20 @@ import time
 from collections.abc import Callable
 
 from grader import contention
+from grader.errors import EXIT_INTERRUPTED, Stage
 from grader.timing import TIME_CAP_S
 
 DEFAULT_RUN_LIMIT_S = 60.0
 """Seconds a stage of `grade FILE` may run (compile, verify; timing gets this plus its waits)."""
 
 GRACE_S = 1.0
-EXIT_INTERRUPTED = 130
 
 
 def stage_limits(run_limit_s: float) -> dict[str, float]:
     """Seconds each grade_file stage may take under `grade FILE --run-limit S` (S: run_limit_s)."""
     waits = contention.LOCK_WAIT_S + 2 * contention.QUIET_WAIT_S + 3 * TIME_CAP_S
-    return {"context": run_limit_s, "compile": run_limit_s, "verify": run_limit_s, "time": run_limit_s + waits}
+    return {Stage.CONTEXT: run_limit_s, Stage.COMPILE: run_limit_s, Stage.VERIFY: run_limit_s,
+            Stage.TIME: run_limit_s + waits}
 
 
 class Watchdog:

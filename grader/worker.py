@@ -12,9 +12,9 @@ run in grader.sandbox's Landlock sandbox: without it the job is an error row and
 Messages go to the parent as JSON lines on file descriptor N (never stdout: a kernel's printf writes there;
 stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
-  {"event": "stage", "stage": S, "t": ...}       S = compiling, running, verifying, timing
+  {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.errors.PROGRESS)
   {"event": "result", "report": {...}, "phases": {...}}  the GradeReport and seconds per phase
-The parent applies the compile time limit from `compiling` and the run time limit from `running`; both come
+The parent applies the compile time limit from `compile` and the run time limit from `verify`; both come
 from grade_file's on_stage callback (PhaseClock), which also times the phases.
 
 `python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
@@ -67,14 +67,9 @@ class Channel:
             data = data[n:]
 
 
-STAGE_MESSAGES = {"compile": ("compiling",), "verify": ("running", "verifying"), "time": ("timing",)}
-"""Messages sent to the parent as grade_file enters a stage: the parent's compile limit starts at
-`compiling`, its run limit at `running`."""
-
-
 class PhaseClock:
-    """grade_file's on_stage callback: times each phase (seconds, keyed by grader.grade.STAGES) and tells the
-    parent when compiling and running start."""
+    """grade_file's on_stage callback: times each phase (seconds, keyed by grader.errors.PROGRESS) and tells
+    the parent each stage as it starts (its compile limit starts at `compile`, its run limit at `verify`)."""
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
@@ -85,8 +80,7 @@ class PhaseClock:
     def __call__(self, stage: str) -> None:
         self.stop()
         self.current, self.since = stage, time.perf_counter()
-        for message in STAGE_MESSAGES.get(stage, ()):
-            self.channel.send(event="stage", stage=message, t=time.time())
+        self.channel.send(event="stage", stage=str(stage), t=time.time())
 
     def stop(self) -> None:
         """Add the time since the current stage began to its phase, and end it."""
@@ -95,21 +89,11 @@ class PhaseClock:
             self.current = None
 
 
-def read_capped(path: str | os.PathLike) -> bytes:
-    """At most grader.source.MAX_SOURCE_BYTES + 1 bytes of the file at `path`, opened without following a
-    final symlink and without blocking on a FIFO (grader.batch hashes a submission with this, the worker
-    reads the same bytes with it). Raises OSError (a link, a missing or unreadable file)."""
-    from grader.source import MAX_SOURCE_BYTES
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        return f.read(MAX_SOURCE_BYTES + 1)
-
-
 def _read_job_file(job: dict) -> bytes:
     """The submission's bytes (read_capped), checked against the job's sha256. Raises InputError if they
     changed since the batch hashed them, or the file was removed or cannot be read any more."""
     from grader.errors import InputError
+    from grader.source import read_capped
 
     try:
         raw = read_capped(job["path"])
@@ -135,8 +119,8 @@ def grade_job(job: dict, channel: Channel) -> None:
     """Grade the job's file (module docstring) and send the result message."""
     from grader import sandbox
     from grader.device import KERNEL_FAULTS, cuda_error_name
-    from grader.errors import GraderFault, InputError, SandboxError, SubmissionError
-    from grader.report import GradeReport
+    from grader.errors import PROGRESS, GraderFault, InputError, SandboxError, Stage, SubmissionError
+    from grader.report import error_report
 
     import grader.grade as g
 
@@ -146,8 +130,8 @@ def grade_job(job: dict, channel: Channel) -> None:
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     os.chdir(work)
     name = job["name"]
-    def error(stage: str, reason: str, details: str = "") -> GradeReport:
-        return GradeReport(file=name, verdict="error", stage=stage, reason=reason, details=details)
+    def error(stage: Stage, reason: str, details: str = ""):
+        return error_report(name, stage, reason, details)
 
     try:
         if job.get("sandbox", True):
@@ -155,9 +139,9 @@ def grade_job(job: dict, channel: Channel) -> None:
         (work / name).write_bytes(_read_job_file(job))
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
     except SandboxError as err:
-        report = error("grader", f"{err}; the submission was not compiled")
+        report = error(Stage.GRADER, f"{err}; the submission was not compiled")
     except InputError as err:
-        report = error("input", str(err))
+        report = error(Stage.INPUT, str(err))
     except GraderFault as err:  # the grader's own CUDA call failed: not the submission's doing
         report = error(err.stage, str(err))
     except SubmissionError as err:
@@ -168,15 +152,15 @@ def grade_job(job: dict, channel: Channel) -> None:
         if inner is not None:
             report = error(inner.stage, str(inner), inner.details)
         elif fault in KERNEL_FAULTS:
-            report = error("run", f"the kernel faulted on the GPU: {fault}")
+            report = error(Stage.RUN, f"the kernel faulted on the GPU: {fault}")
         else:
             last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
-            report = error("grader", f"the grader failed on this submission ({last}); please report it")
+            report = error(Stage.GRADER, f"the grader failed on this submission ({last}); please report it")
     clock.stop()
     phases = clock.phases
     report.file = job.get("display", name)
     phases["total"] = time.perf_counter() - t0
-    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in g.STAGES))
+    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in PROGRESS))
     channel.send_raw('{"event": "result", "phases": %s, "report": %s}' % (json.dumps(phases), report.model_dump_json()))
 
 

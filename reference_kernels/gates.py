@@ -1,7 +1,8 @@
 """Correctness gates of the reference kernels, run on the GPU before anything is timed.
 
-Every output buffer has guard regions and starts as NaN (grader.device.GuardedArray): an element never
-written stays NaN and fails, a write outside the buffer damages a guard and fails. Shapes are the course
+Every run is a grader.verify.GuardedRun, the grader's own: every buffer has guard regions and every output
+starts as NaN, so an element never written stays NaN and fails, a write outside a buffer damages a guard and
+fails, and a write into an input is seen. Shapes are the course
 page's ragged ones: RoPE at B=3, S=17, H=5, D=64 in both layouts and two bases, plus D=12 in both layouts
 (where the wide half-split kernel cannot use its 16-byte quads and takes its pair-by-pair path); the chain at
 101 rows of 97 (scalar paths) and 101 rows of 388 (the float4 path of the wide kernels, rows 16-byte aligned,
@@ -13,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from grader.device import Gpu, GuardedArray
+from grader.device import Gpu
 from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
-from grader.verify import NAN_WORD, compare
-from reference_kernels import references as ref
+from grader.verify import GuardedRun, compare, guard_damage, guard_text
+from reference_kernels import expected as ref
 from reference_kernels.suite import (
     FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSION, Version, chain_versions,
     launch_kernel, make_launch, rope_versions,
@@ -61,42 +62,18 @@ class StagedFusedMismatch(BaseModel):
     widest_gap: float
 
 
-class _Scratch:
-    """Device buffers of one gate run, all closed by close()."""
-
-    def __init__(self, gpu: Gpu) -> None:
-        self.gpu = gpu
-        self.owned: list = []
-
-    def put(self, host: np.ndarray):
-        """A device copy of `host` (any dtype) in a guarded buffer; returns the GuardedArray."""
-        host = np.ascontiguousarray(host)
-        g = GuardedArray(self.gpu, max(1, -(-host.nbytes // 4)))
-        self.owned.append(g)
-        self.gpu.upload(g.data.ptr, host)
-        return g
-
-    def out(self, floats: int, word: int = NAN_WORD) -> GuardedArray:
-        """A guarded output of `floats` 32-bit words, filled with `word`."""
-        g = GuardedArray(self.gpu, floats)
-        self.owned.append(g)
-        g.poison(word)
-        return g
-
-    def close(self) -> None:
-        """Free every buffer made by put() and out()."""
-        for g in self.owned:
-            g.close()
+def _inputs_gate(name: str, run: GuardedRun) -> Gate:
+    """Passed when every input of `run` still holds the bytes it was copied from."""
+    changed = run.changed_inputs()
+    return Gate(name=name, passed=not changed,
+                detail=f"a kernel wrote into {', '.join(changed)}" if changed else
+                f"{', '.join(run.inputs)} read back equal")
 
 
 def _share(err: np.ndarray, bound: np.ndarray) -> float:
     """Largest err / bound (0 / 0 counts as 0)."""
     ratio = np.divide(err, bound, out=np.where(err > 0, np.inf, 0.0), where=bound > 0)
     return float(ratio.max()) if ratio.size else 0.0
-
-
-def _guards(arrays: dict[str, GuardedArray]) -> list[str]:
-    return [f"{side} {name}" for name, a in arrays.items() for side in a.guard_damage()]
 
 
 # --- RoPE ----------------------------------------------------------------------------------------------
@@ -123,19 +100,20 @@ def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, la
     n = q.size
     scalars = {"pairs": n // 2, "halfDim": d // 2, "heads": h if layout == "bshd" else 1, "seq": s}
     tag = f"rope {layout} base {base:g}" if bshd == ROPE_SHAPE else f"rope D={d} {layout} base {base:g}"
-    scratch = _Scratch(gpu)
+    scratch = GuardedRun(gpu)
     gates, outs = [], {}
     try:
-        inputs = {"q": scratch.put(q), "k": scratch.put(k), "cos": scratch.put(cos), "sin": scratch.put(sin)}
+        inputs = {"q": scratch.input("q", q), "k": scratch.input("k", k), "cos": scratch.input("cos", cos),
+                  "sin": scratch.input("sin", sin)}
 
         def run(version: Version, q_name: str = "q") -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-            arrays = {"qOut": scratch.out(n), "kOut": scratch.out(n)}
+            arrays = {"qOut": scratch.output(n), "kOut": scratch.output(n)}
             buffers = {**{key: g.data for key, g in inputs.items()}, **{key: g.data for key, g in arrays.items()}}
             buffers["q"] = inputs[q_name].data
-            make_launch(gpu, loaded, version, buffers, scalars, n)()
+            make_launch(gpu, loaded, version, buffers, scalars, 1, n)()
             gpu.sync()
             second = arrays["kOut"].read().reshape(shape) if version.label.startswith("ropeFusedQK") else None
-            return arrays["qOut"].read().reshape(shape), second, _guards(arrays)
+            return arrays["qOut"].read().reshape(shape), second, guard_damage(arrays)
 
         refs = {p: ref.rope_reference(q, layout, p, base) for p in ref.PAIRINGS}
         ref_k = ref.rope_reference(k, layout, "interleaved", base)
@@ -151,10 +129,7 @@ def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, la
                     gates.append(_rope_check(f"{tag}: {version.label} (k) vs float64", got_k, ref_k, k,
                                              "interleaved", []))
         outs["k"], _, _ = run(rope_versions(1)["ropeInterleaved"], q_name="k")
-        unchanged = all(np.array_equal(inputs[key].read().view(np.uint32), src.view(np.uint32).ravel())
-                        for key, src in (("q", q), ("k", k)))
-        gates.append(Gate(name=f"{tag}: inputs unchanged", passed=unchanged,
-                          detail="q and k read back equal" if unchanged else "a kernel wrote into q or k"))
+        gates.append(_inputs_gate(f"{tag}: inputs unchanged", scratch))
     finally:
         scratch.close()
     base_label = rope_versions(1)["ropeInterleaved"].label
@@ -184,7 +159,7 @@ def _rope_check(name: str, got: np.ndarray, want: np.ndarray, x: np.ndarray, pai
     err = np.abs(got.astype(np.float64) - want)
     bad = ~(err <= bound)
     if damage:
-        return Gate(name=name, passed=False, detail=f"wrote outside its output (guard {', '.join(damage)})")
+        return Gate(name=name, passed=False, detail=guard_text(damage))
     if bad.any():
         i = np.unravel_index(int(np.argmax(bad)), got.shape)
         return Gate(name=name, passed=False,
@@ -217,22 +192,22 @@ def chain_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> tuple[list[
             STAGED: ref.chain_reference(x, bias, r), MODEL_ANSWER: ref.chain_reference(x, bias, r),
             FUSED: ref.chain_reference(x, bias, r),
         }
-        scratch = _Scratch(gpu)
+        scratch = GuardedRun(gpu)
         try:
-            inputs = {"x": scratch.put(x), "bias": scratch.put(bias), "r": scratch.put(r)}
+            inputs = {"x": scratch.input("x", x), "bias": scratch.input("bias", bias), "r": scratch.input("r", r)}
             for width in WIDTHS:
                 outs = {}
                 for name, version in chain_versions(width).items():
-                    arrays = {"t1": scratch.out(x.size), "t2": scratch.out(x.size), "out": scratch.out(x.size)}
+                    arrays = {"t1": scratch.output(x.size), "t2": scratch.output(x.size), "out": scratch.output(x.size)}
                     buffers = {key: g.data for key, g in {**inputs, **arrays}.items()}
-                    make_launch(gpu, loaded, version, buffers, {"cols": cols, "n": x.size}, x.size, rows, cols)()
+                    make_launch(gpu, loaded, version, buffers, {"cols": cols, "n": x.size}, rows, cols)()
                     gpu.sync()
                     got = arrays["out"].read().reshape(rows, cols)
                     outs[name] = got
                     v = compare(got, expected[name])
-                    damage = _guards(arrays)
+                    damage = guard_damage(arrays)
                     passed = v.passed and not damage
-                    detail = v.message if not damage else f"wrote outside its buffers (guard {', '.join(damage)})"
+                    detail = v.message if not damage else guard_text(damage)
                     gates.append(Gate(name=f"chain {rows}x{cols}: {version.label} vs float64", passed=passed,
                                       detail=detail))
                 wrong = compare(outs["applyGeluTanh"], gelu_erf(x))
@@ -247,10 +222,7 @@ def chain_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> tuple[list[
                         first=f"{first}<{width}>", second=f"{FUSED}<{width}>", rows=rows, cols=cols,
                         differing=int(np.count_nonzero(outs[first] != outs[FUSED])), total=x.size,
                         widest_gap=float(gap.max())))
-            unchanged = all(np.array_equal(inputs[key].read()[: a.size], a.ravel()) for key, a in
-                            (("x", x), ("bias", bias), ("r", r)))
-            gates.append(Gate(name=f"chain {rows}x{cols}: inputs unchanged", passed=unchanged,
-                              detail="x, bias and r read back equal" if unchanged else "a kernel wrote into an input"))
+            gates.append(_inputs_gate(f"chain {rows}x{cols}: inputs unchanged", scratch))
         finally:
             scratch.close()
     return gates, mismatches
@@ -262,32 +234,32 @@ def bf16_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> list[Gate]:
     without a tail, within ref.gelu_bf16_tolerance, rounding like the float64 result rounded to bf16 on all
     but ref.BF16_MAX_ROUNDING_MISMATCH of the elements, and writing nothing past n."""
     gates = []
-    scratch = _Scratch(gpu)
+    scratch = GuardedRun(gpu)
     try:
         gates.append(_to_bf16_gate(gpu, loaded, rng, scratch))
         for n in BF16_LENGTHS:
             x32 = rng.uniform(-4.0, 4.0, size=n).astype(np.float32)
             x32[: min(n, 4)] = np.array([0.0, -0.0, 1e-3, -6.0], dtype=np.float32)[: min(n, 4)]
             bits = ref.f32_to_bf16(x32)
-            src = scratch.put(bits)
+            src = scratch.input("in", bits)
             words = -(-n // 2) + 1  # one whole spare word past the end: a write there is caught below
-            out = scratch.out(words, BF16_NAN_PAIR)
-            make_launch(gpu, loaded, BF16_VERSION, {"in": src.data, "out": out.data}, {"n": n}, n)()
+            out = scratch.output(words, BF16_NAN_PAIR)
+            make_launch(gpu, loaded, BF16_VERSION, {"in": src.data, "out": out.data}, {"n": n}, 1, n)()
             gpu.sync()
             got_all = gpu.download(out.data.ptr, 2 * words, np.uint16)
             got, past = got_all[:n], got_all[n:]
-            gates.append(_bf16_check(n, bits, got, past, _guards({"out": out})))
+            gates.append(_bf16_check(n, bits, got, past, guard_damage({"out": out})))
     finally:
         scratch.close()
     return gates
 
 
-def _to_bf16_gate(gpu: Gpu, loaded: dict, rng: np.random.Generator, scratch: _Scratch) -> Gate:
+def _to_bf16_gate(gpu: Gpu, loaded: dict, rng: np.random.Generator, scratch: GuardedRun) -> Gate:
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 3.3895314e38, 1e-40, -1e-45], dtype=np.float32)
     # float32s exactly halfway between two bf16s (low half 0x8000), above even and odd bf16s: ties to even.
     ties = (np.uint32(0x3F808000) + (np.arange(64, dtype=np.uint32) << np.uint32(16))).view(np.float32)
     x = np.concatenate([specials, ties, rng.uniform(-1e4, 1e4, size=4093).astype(np.float32)])
-    src, out = scratch.put(x), scratch.out(-(-x.size // 2))
+    src, out = scratch.input("x", x), scratch.output(-(-x.size // 2))
     launch_kernel(gpu, loaded, TO_BF16, x.size, **{"in": src.data, "out": out.data, "n": x.size})
     gpu.sync()
     got = gpu.download(out.data.ptr, x.size, np.uint16)
@@ -330,9 +302,9 @@ def gelu_gap_float32(gpu: Gpu, loaded: dict, lo: float = 0.0, hi: float = 8.0,
     `points` x evenly spaced in [lo, hi] (computed in float64, rounded to float32), and the x where it occurs.
     The difference of the two float32 results is taken in float64 (exact for results this close)."""
     x = np.linspace(lo, hi, points).astype(np.float32)
-    scratch = _Scratch(gpu)
+    scratch = GuardedRun(gpu)
     try:
-        src, e, t = scratch.put(x), scratch.out(points), scratch.out(points)
+        src, e, t = scratch.input("x", x), scratch.output(points), scratch.output(points)
         launch_kernel(gpu, loaded, GELU_FORMS, points, x=src.data, erfOut=e.data, tanhOut=t.data, n=points)
         gpu.sync()
         gap = np.abs(e.read().astype(np.float64) - t.read())

@@ -23,13 +23,14 @@ from grader.device import Gpu, GpuInfo, open_gpu
 from grader.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError, SubmissionError
 from grader.reference import gelu_gap
 from grader.timing import CopyFloor
-from reference_kernels import references as ref
+from reference_kernels import expected as ref
 from reference_kernels.gates import Gate, StagedFusedMismatch, all_gates, gelu_gap_float32
-from reference_kernels.report import (
+from reference_kernels.selfcheck_report import (
     Prediction, byte_counts, gap_text, gates_text, mismatch_text, predictions, predictions_text, table_text,
 )
 from reference_kernels.suite import compile_suite, load_suite
-from reference_kernels.timed import Table, TimerSettings, bf16_table, chain_table, rope_table
+from grader.timing import Table, TimerSettings
+from reference_kernels.timed import bf16_table, chain_table, rope_table
 
 DEFAULT_SEED = 96
 """Seed of the gates' inputs (a fixed default, so two runs check the same numbers; --seed changes it)."""

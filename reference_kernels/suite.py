@@ -1,8 +1,8 @@
 """The reference kernels as data: each kernel's source, parameters, launch shape and byte model.
 
-The byte counts the report prints and the GB/s it computes come from `KernelDef.values_per_elem` and
-`KernelDef.value_bytes` here, the same objects the launches are built from, so the model the run is judged
-against cannot drift from the program (the course page's first property).
+The byte counts the report prints and the GB/s it computes come from each kernel's grader.launch.LaunchSpec
+(`values_per_elem`, `value_bytes`), the same object its launches are built from (grid, arguments), so the model
+the run is judged against cannot drift from the program (the course page's first property).
 
 Widths: every RoPE and chain kernel is a template on its work per thread. Width 1 (`PAGE`) is the page's kernel
 as printed, one pair or one float per thread; `WIDE` gives a thread 4 pairs (RoPE: 32-bit index arithmetic,
@@ -13,17 +13,11 @@ width: 2 * width floats of the tensor per thread, tensor bytes only.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from importlib.resources import files
 
-import numpy as np
-
 from grader.compile import Compiled, compile_kernels
-from grader.device import address
-
-BLOCK = 256
-"""Threads per block of every reference launch."""
+from grader.launch import LaunchSpec, Param, bind
 
 PAGE = 1
 WIDE = 4
@@ -31,29 +25,26 @@ WIDTHS = (PAGE, WIDE)
 
 SOURCES = ("rope.cu", "chain.cu", "gelu_bf16.cu")
 
-PARAM_BYTES = {"ptr": 8, "size_t": 8, "int": 4}
-"""Kernel parameter kinds and their sizes in bytes (what PTX declares: u64, u64, u32)."""
 
-_ROPE_PARAMS = (("in", "ptr"), ("cos", "ptr"), ("sin", "ptr"), ("out", "ptr"), ("pairs", "size_t"),
-                ("halfDim", "int"), ("heads", "int"), ("seq", "int"))
+def _params(*pairs: str) -> tuple[Param, ...]:
+    """Parameters from 'name:kind' strings (kinds as grader.launch.KINDS: ptr, u64 for size_t, i32 for int)."""
+    return tuple(Param(*p.split(":")) for p in pairs)
+
+
+_ROPE_PARAMS = _params("in:ptr", "cos:ptr", "sin:ptr", "out:ptr", "pairs:u64", "halfDim:i32", "heads:i32", "seq:i32")
 
 
 @dataclass(frozen=True)
 class KernelDef:
-    """One kernel: `name` in `source`, its template argument `per_thread` (0 when it is not a template),
-    its parameters (name, kind) in order, its grid ('row': (ceil(cols / (BLOCK * elems_per_thread)), rows);
-    'flat': ceil(n / (BLOCK * elems_per_thread)) blocks), and its byte model: `values_per_elem` values of
-    `value_bytes` bytes each read or written per element of the output tensor. `counted` says which."""
+    """One kernel: `name` in `source`, its template argument `per_thread` (0 when it is not a template), its
+    launch (grader.launch.LaunchSpec: parameters, grid kind, elements per thread, the byte model) and
+    `counted`, which says what the byte model counts."""
 
     name: str
     source: str
     per_thread: int
-    params: tuple[tuple[str, str], ...]
-    grid_kind: str
-    elems_per_thread: int
-    values_per_elem: int
+    spec: LaunchSpec
     counted: str
-    value_bytes: int = 4
 
     @property
     def expr(self) -> str:
@@ -61,63 +52,54 @@ class KernelDef:
         return f"{self.name}<{self.per_thread}>" if self.per_thread else self.name
 
     @property
+    def values_per_elem(self) -> int:
+        """Values read plus written per element of the output tensor (the byte model)."""
+        return self.spec.values_per_elem
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes per value: 4 (float32) or 2 (bf16)."""
+        return self.spec.value_bytes
+
+    @property
     def bytes_per_elem(self) -> int:
         """Bytes read plus written per element of the output tensor: values_per_elem * value_bytes."""
-        return self.values_per_elem * self.value_bytes
+        return self.spec.bytes_per_elem
 
     @property
     def work_per_thread(self) -> int:
         """Pairs (RoPE) or elements per thread: the template argument, else elements per thread."""
-        return self.per_thread or self.elems_per_thread
+        return self.per_thread or self.spec.elems_per_thread
 
-    def grid(self, n: int, rows: int = 1, cols: int = 0) -> tuple[int, int, int]:
-        """Launch grid for n elements in all, or for rows x cols with a row grid."""
-        per_block = BLOCK * self.elems_per_thread
-        if self.grid_kind == "row":
-            return (math.ceil(cols / per_block), rows, 1)
-        return (math.ceil(n / per_block), 1, 1)
 
-    def args(self, **values) -> tuple:
-        """Kernel arguments in parameter order as numpy scalars of the parameter's width: buffers (int,
-        DevicePtr or Buffer) as uint64 addresses, size_t as uint64, int as int32. Raises KeyError for a
-        missing value and TypeError for an unexpected one."""
-        extra = set(values) - {p for p, _ in self.params}
-        if extra:
-            raise TypeError(f"{self.expr} has no parameter(s) {sorted(extra)}")
-        out = []
-        for pname, kind in self.params:
-            v = values[pname]
-            if kind == "ptr":
-                out.append(np.uint64(address(v)))
-            elif kind == "size_t":
-                out.append(np.uint64(v))
-            else:
-                out.append(np.int32(v))
-        return tuple(out)
+def _kernel(name: str, source: str, per_thread: int, params: tuple[Param, ...], grid: str, elems: int,
+            values: int, counted: str, value_bytes: int = 4) -> KernelDef:
+    spec = LaunchSpec(params, grid=grid, elems_per_thread=elems, values_per_elem=values, value_bytes=value_bytes)
+    return KernelDef(name, source, per_thread, spec, counted)
 
 
 def _rope(name: str, width: int) -> KernelDef:
-    return KernelDef(name, "rope.cu", width, _ROPE_PARAMS, "flat", 2 * width, 2,
-                     "x read, out written (cos, sin tables: L2-resident, not counted)")
+    return _kernel(name, "rope.cu", width, _ROPE_PARAMS, "flat", 2 * width, 2,
+                   "x read, out written (cos, sin tables: L2-resident, not counted)")
 
 
 def _rope_qk(width: int) -> KernelDef:
-    params = (("q", "ptr"), ("k", "ptr"), ("cos", "ptr"), ("sin", "ptr"), ("qOut", "ptr"), ("kOut", "ptr"),
-              ("pairs", "size_t"), ("halfDim", "int"), ("heads", "int"), ("seq", "int"))
-    return KernelDef("ropeFusedQK", "rope.cu", width, params, "flat", 2 * width, 4,
-                     "q, k read, q, k written, per element of q (tables read once)")
+    params = _params("q:ptr", "k:ptr", "cos:ptr", "sin:ptr", "qOut:ptr", "kOut:ptr", "pairs:u64", "halfDim:i32",
+                     "heads:i32", "seq:i32")
+    return _kernel("ropeFusedQK", "rope.cu", width, params, "flat", 2 * width, 4,
+                   "q, k read, q, k written, per element of q (tables read once)")
 
 
 def _row(name: str, width: int, params, values: int, counted: str) -> KernelDef:
-    return KernelDef(name, "chain.cu", width, params, "row", width, values, counted)
+    return _kernel(name, "chain.cu", width, params, "row", width, values, counted)
 
 
 def _flat(name: str, width: int, params, values: int, counted: str) -> KernelDef:
-    return KernelDef(name, "chain.cu", width, params, "flat", width, values, counted)
+    return _kernel(name, "chain.cu", width, params, "flat", width, values, counted)
 
 
-_XBO = (("x", "ptr"), ("bias", "ptr"), ("out", "ptr"), ("cols", "size_t"))
-_ION = (("in", "ptr"), ("out", "ptr"), ("n", "size_t"))
+_XBO = _params("x:ptr", "bias:ptr", "out:ptr", "cols:u64")
+_ION = _params("in:ptr", "out:ptr", "n:u64")
 _BIAS_NOTE = "x read, out written (bias: a cache-resident row, not counted)"
 
 
@@ -133,20 +115,18 @@ def chain_kernels(width: int) -> dict[str, KernelDef]:
         _row("addBiasRow", width, _XBO, 2, _BIAS_NOTE),
         _flat("applyGeluErf", width, _ION, 2, "in read, out written"),
         _flat("applyGeluTanh", width, _ION, 2, "in read, out written"),
-        _flat("addResidual", width, (("in", "ptr"), ("r", "ptr"), ("out", "ptr"), ("n", "size_t")), 3,
-              "in and r read, out written"),
+        _flat("addResidual", width, _params("in:ptr", "r:ptr", "out:ptr", "n:u64"), 3, "in and r read, out written"),
         _row("biasGeluFused", width, _XBO, 2, _BIAS_NOTE),
-        _row("biasGeluResidualFused", width, (("x", "ptr"), ("bias", "ptr"), ("r", "ptr"), ("out", "ptr"),
-                                               ("cols", "size_t")), 3,
+        _row("biasGeluResidualFused", width, _params("x:ptr", "bias:ptr", "r:ptr", "out:ptr", "cols:u64"), 3,
              "x and r read, out written (bias not counted)"),
     )}
 
 
-GELU_BF16 = KernelDef("geluTanhBf16", "gelu_bf16.cu", 0, _ION, "flat", 8, 2,
-                      "in read, out written, bf16 (2 bytes each)", value_bytes=2)
-TO_BF16 = KernelDef("toBf16", "gelu_bf16.cu", 0, _ION, "flat", 1, 0, "input preparation; not timed")
-GELU_FORMS = KernelDef("geluForms", "chain.cu", 0, (("x", "ptr"), ("erfOut", "ptr"), ("tanhOut", "ptr"),
-                                                   ("n", "size_t")), "flat", 1, 3, "x read, both forms written")
+GELU_BF16 = _kernel("geluTanhBf16", "gelu_bf16.cu", 0, _ION, "flat", 8, 2, "in read, out written, bf16 (2 bytes each)",
+                    value_bytes=2)
+TO_BF16 = _kernel("toBf16", "gelu_bf16.cu", 0, _ION, "flat", 1, 0, "input preparation; not timed")
+GELU_FORMS = _kernel("geluForms", "chain.cu", 0, _params("x:ptr", "erfOut:ptr", "tanhOut:ptr", "n:u64"), "flat", 1, 3,
+                     "x read, both forms written")
 
 
 Wiring = tuple[tuple[str, str], ...]
@@ -230,32 +210,32 @@ BF16_VERSION = Version(GELU_BF16.name, ((GELU_BF16, (("in", "in"), ("out", "out"
 
 
 def make_launch(gpu, loaded: dict[str, object], version: Version, buffers: dict[str, object],
-                scalars: dict[str, int], n: int, rows: int = 1, cols: int = 0):
-    """A function that enqueues `version`'s launches on gpu's stream (through Gpu.launch).
+                scalars: dict[str, int], rows: int, cols: int):
+    """A function that enqueues `version`'s launches on gpu's stream (grader.launch.bind, per kernel).
 
     buffers: buffer name -> device buffer (Buffer, DevicePtr or int address); scalars: values of the size and
-    shape parameters ('n', 'cols', 'pairs', 'halfDim', 'heads', 'seq'); n: elements of the output tensor;
-    rows, cols: the row grid's shape. Raises KeyError for a buffer or scalar the wiring needs and lacks.
+    shape parameters ('n', 'cols', 'pairs', 'halfDim', 'heads', 'seq'); rows x cols: the output tensor's
+    shape (a flat tensor of n elements: 1 x n). Raises KeyError for a buffer or scalar the wiring needs and
+    lacks.
     """
-    block = (BLOCK, 1, 1)
-    planned = []
+    steps = []
     for kd, wiring in version.steps:
         values = {p: buffers[b] for p, b in wiring}
-        values.update({p: scalars[p] for p, kind in kd.params if kind != "ptr"})
-        planned.append((loaded[kd.expr], kd.grid(n, rows, cols), kd.args(**values)))
+        values.update({p.name: scalars[p.name] for p in kd.spec.params if p.kind != "ptr"})
+        steps.append(bind(gpu, loaded[kd.expr], kd.spec, rows, cols, values))
 
     def launch() -> None:
-        for kernel, grid, args in planned:
-            gpu.launch(kernel, grid, block, *args)
+        for step in steps:
+            step()
 
     return launch
 
 
 def launch_kernel(gpu, loaded: dict[str, object], kd: KernelDef, elements: int, /, **values) -> None:
-    """Enqueue one launch of `kd` over `elements` elements (its flat grid, BLOCK threads per block) on gpu's
-    stream. `values`: every parameter by name (buffers as Buffer, DevicePtr or int address). Raises KeyError
-    or TypeError as KernelDef.args does."""
-    gpu.launch(loaded[kd.expr], kd.grid(elements), (BLOCK, 1, 1), *kd.args(**values))
+    """Enqueue one launch of `kd` over `elements` elements (a flat tensor) on gpu's stream. `values`: every
+    parameter by name (buffers as Buffer, DevicePtr or int address). Raises KeyError or TypeError as
+    grader.launch.LaunchSpec.args does."""
+    bind(gpu, loaded[kd.expr], kd.spec, 1, elements, values)()
 
 
 def all_kernels() -> list[KernelDef]:

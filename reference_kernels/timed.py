@@ -1,9 +1,9 @@
 """The timed tables: RoPE, the chain and the bf16 GELU, each against the copy floor on the same buffers.
 
-Timing is grader.timing's: launches alternate in rounds (AlternatingTimer) and the floor is the fastest of
-grader.timing.CopyFloor's three copies, measured in the same timer. Buffers are sized like the grader's
-benchmark (grader.timing.bench_shape: each float32 buffer at least 16x the L2 size, rows <= 65535), so
-the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s = 1e9 bytes/s of bytes read
+Timing is the grader's own (grader.timing.TableTimer): launches alternate in rounds and the floor is the
+fastest of grader.timing.CopyFloor's three copies, measured in the same timer; rows are grader.timing.TimedRow.
+Buffers are sized like the grader's benchmark (grader.timing.bench_shape: each float32 buffer at least 16x
+the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s = 1e9 bytes/s of bytes read
 plus bytes written, from each kernel's byte model in reference_kernels.suite; x copy = GB/s over the floor's
 GB/s (for a kernel that moves what a copy moves, the floor's time over the kernel's).
 """
@@ -11,16 +11,11 @@ GB/s (for a kernel that moves what a copy moves, the floor's time over the kerne
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-
-from pydantic import BaseModel
 
 from grader import exercise
 from grader.device import Gpu
-from grader.timing import (
-    MIN_REPS, TARGET_RSE, TIME_CAP_S, WARMUP_MS, AlternatingTimer, CopyFloor, InputFiller, bench_shape, gbs,
-)
-from reference_kernels import references as ref
+from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from reference_kernels import expected as ref
 from reference_kernels.suite import (
     BF16_VERSION, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
     rope_versions,
@@ -31,92 +26,30 @@ ROPE_BENCH = (2048, 32, 128)
 about the size of a benchmark buffer."""
 
 
-@dataclass(frozen=True)
-class TimerSettings:
-    """How long to time: warm-up ms, then rounds until every median's relative standard error is below
-    target_rse (after min_reps rounds) or cap_s seconds pass (grader.timing's defaults)."""
-
-    warmup_ms: float = WARMUP_MS
-    min_reps: int = MIN_REPS
-    target_rse: float = TARGET_RSE
-    cap_s: float = TIME_CAP_S
-
-
 QUICK = TimerSettings(warmup_ms=5.0, min_reps=3, target_rse=1.0, cap_s=0.5)
 """A smoke test of the timing path (GPU tests): numbers are not meaningful."""
 
 
-class TimedRow(BaseModel):
-    """One row: version label, kernels launched, work per thread (pairs, floats or bf16s; 0 for a copy),
-    values moved per element and bytes per value, median ms, GB/s, x copy, timed rounds, median's rse."""
-
-    version: str
-    kernels: int
-    per_thread: int
-    values_per_elem: int
-    value_bytes: int
-    ms: float
-    gbs: float
-    x_copy: float
-    reps: int
-    rse: float
-    is_floor: bool = False
-
-
-class Table(BaseModel):
-    """A timed table: its name, the shape timed, elements per tensor, the floor (fastest copy) and its rows."""
-
-    name: str
-    shape: str
-    elements: int
-    floor_version: str
-    floor_gbs: float
-    rows: list[TimedRow]
-    matrix: tuple[int, int] | None = None
-    """(rows, cols) of a row-grid table (the chain)."""
-
-    def row(self, version: str) -> TimedRow:
-        """The row labelled `version`. Raises KeyError if there is none."""
-        for r in self.rows:
-            if r.version == version:
-                return r
-        raise KeyError(version)
-
-
-def bench_rows_cols(gpu: Gpu, buffers: int) -> tuple[int, int]:
-    """grader.timing.bench_shape's (rows, cols), with rows reduced so that `buffers` float32 buffers of
-    rows x cols fit in exercise.BENCH_FREE_MEMORY_SHARE of the free memory now."""
-    rows, cols = bench_shape(gpu.info)
-    cap = int(gpu.free_bytes() * exercise.BENCH_FREE_MEMORY_SHARE) // (buffers * exercise.BYTES_PER_FLOAT)
-    return max(1, min(rows, cap // cols)), cols
+def _timed(versions: list[Version], launches: dict[str, Callable[[], None]]) -> list[Timed]:
+    """The versions as grader.timing.Timed entries: label, launch, byte model, kernels and work per thread."""
+    return [Timed(v.label, launches[v.label], values_per_elem=v.values_per_elem,
+                  value_bytes=v.kernels[0].value_bytes, kernels=len(v.kernels), per_thread=v.per_thread)
+            for v in versions]
 
 
 def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versions: list[Version],
                 launches: dict[str, Callable[[], None]], copy_src, copy_dst, copy_floats: int,
                 settings: TimerSettings, matrix: tuple[int, int] | None = None) -> Table:
     """Time `launches` (one per version, n output elements each) beside the copy floor copying copy_floats
-    floats from copy_src to copy_dst, in one AlternatingTimer; one TimedRow per version, then the floor's."""
-    floor_launches = floor.launches(copy_src, copy_dst, copy_floats)
-    timer = AlternatingTimer(gpu, {**launches, **floor_launches})
-    timer.warm_up(settings.warmup_ms)
-    timer.run(min_reps=settings.min_reps, target_rse=settings.target_rse, cap_s=settings.cap_s)
-    stats = timer.stats()
-    copy_bytes = 2 * copy_floats * exercise.BYTES_PER_FLOAT
-    floor_name = min(floor_launches, key=lambda k: stats[k].median_ms)
-    floor_gbs = gbs(copy_bytes, stats[floor_name].median_ms)
+    floats from copy_src to copy_dst (grader.timing.TableTimer, the grader's own)."""
+    timer = TableTimer(gpu, floor, _timed(versions, launches), n, copy_src, copy_dst, copy_floats)
+    timer.run(settings)
+    return timer.table(name, shape, matrix)
 
-    def row(label: str, nbytes: int, **shape) -> TimedRow:
-        s = stats[label]
-        speed = gbs(nbytes, s.median_ms)
-        return TimedRow(version=label, ms=s.median_ms, gbs=speed, x_copy=speed / floor_gbs, reps=s.reps,
-                        rse=s.rse, **shape)
 
-    rows = [row(v.label, n * v.bytes_per_elem, kernels=len(v.kernels), per_thread=v.per_thread,
-                values_per_elem=v.values_per_elem, value_bytes=v.kernels[0].value_bytes) for v in versions]
-    rows += [row(label, copy_bytes, kernels=1, per_thread=0, values_per_elem=2, value_bytes=4, is_floor=True)
-             for label in floor_launches]
-    return Table(name=name, shape=shape, elements=n, floor_version=floor_name, floor_gbs=floor_gbs, rows=rows,
-                 matrix=matrix)
+def _bench_elements(gpu: Gpu, buffers: int) -> tuple[int, int]:
+    """The benchmark's (rows, cols) when `buffers` float32 buffers must fit in free memory now."""
+    return bench_shape(gpu.info, buffers, free_bytes=gpu.free_bytes())
 
 
 def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
@@ -125,7 +58,7 @@ def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
     benchmark size; B is chosen to reach it at S, H, D = ROPE_BENCH (S shrinks if one batch is too many)."""
     s, h, d = ROPE_BENCH
     if elements is None:
-        rows, cols = bench_rows_cols(gpu, 4)
+        rows, cols = _bench_elements(gpu, 4)
         elements = rows * cols
     if elements < s * h * d:
         s = max(1, elements // (h * d))
@@ -142,7 +75,7 @@ def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
         fill(big["k"], n, 2, -4.0, 4.0)
         scalars = {"pairs": n // 2, "halfDim": d // 2, "heads": h if layout == "bshd" else 1, "seq": s}
         versions = [v for w in WIDTHS for v in rope_versions(w).values()]
-        launches = {v.label: make_launch(gpu, loaded, v, {**big, **tabs}, scalars, n) for v in versions}
+        launches = {v.label: make_launch(gpu, loaded, v, {**big, **tabs}, scalars, 1, n) for v in versions}
         dims = f"B={b} S={s} H={h} D={d}" if layout == "bshd" else f"B={b} H={h} S={s} D={d}"
         return _time_table(gpu, floor, "RoPE", f"{layout.upper()} {dims}, base {base:g}, {n * 4 / 2**30:.2f} GiB "
                            "per tensor", n, versions, launches, big["q"], big["qOut"], n, settings)
@@ -154,7 +87,7 @@ def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
 def chain_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
                 shape: tuple[int, int] | None = None) -> Table:
     """Time every chain version at both widths at `shape` (rows, cols; default: the benchmark shape)."""
-    rows, cols = shape or bench_rows_cols(gpu, 5)
+    rows, cols = shape or _bench_elements(gpu, 5)
     n = rows * cols
     big = {key: gpu.alloc(n * 4) for key in ("x", "r", "t1", "t2", "out")}
     bias = gpu.alloc(cols * 4)
@@ -164,7 +97,7 @@ def chain_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSetting
         fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
         fill(big["r"], n, 5, -1.0, 1.0)
         versions = [v for w in WIDTHS for v in chain_versions(w).values()]
-        launches = {v.label: make_launch(gpu, loaded, v, {**big, "bias": bias}, {"cols": cols, "n": n}, n, rows, cols)
+        launches = {v.label: make_launch(gpu, loaded, v, {**big, "bias": bias}, {"cols": cols, "n": n}, rows, cols)
                     for v in versions}
         return _time_table(gpu, floor, "chain", f"{rows} x {cols}, {n * 4 / 2**30:.2f} GiB per buffer", n,
                            versions, launches, big["x"], big["out"], n, settings, matrix=(rows, cols))
@@ -178,7 +111,7 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
     """Time geluTanhBf16 on `elements` bf16 values (default: as many bytes as a benchmark float32 buffer,
     rounded down to a multiple of 8) against a copy of the same bytes."""
     if elements is None:
-        rows, cols = bench_rows_cols(gpu, 4)
+        rows, cols = _bench_elements(gpu, 4)
         elements = 2 * rows * cols
     n = max(8, elements // 8 * 8)
     src, out = gpu.alloc(n * 2), gpu.alloc(n * 2)
@@ -190,7 +123,7 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
             gpu.sync()
         finally:
             tmp.close()
-        launches = {BF16_VERSION.label: make_launch(gpu, loaded, BF16_VERSION, {"in": src, "out": out}, {"n": n}, n)}
+        launches = {BF16_VERSION.label: make_launch(gpu, loaded, BF16_VERSION, {"in": src, "out": out}, {"n": n}, 1, n)}
         return _time_table(gpu, floor, "bf16 GELU", f"{n} bf16 values, {n * 2 / 2**30:.2f} GiB per buffer", n,
                            [BF16_VERSION], launches, src, out, n // 2, settings)
     finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.device import GpuInfo, address
-from reference_kernels import references as ref
+from reference_kernels import expected as ref
 
 BASE = 1 << 32
 

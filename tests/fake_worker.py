@@ -2,9 +2,9 @@
 protocol (grader.worker's docstring) and behaves as the submission's first line says:
 
   // FAKE: hang-setup       never reports a stage (start-up limit)
-  // FAKE: hang-compile     reports `compiling`, then sleeps (compile limit)
-  // FAKE: hang-run         reports `compiling`, `running`, `verifying`, then sleeps (run limit)
-  // FAKE: segv             reports `running`, then dies of SIGSEGV
+  // FAKE: hang-compile     reports `compile`, then sleeps (compile limit)
+  // FAKE: hang-run         reports `compile`, `verify`, then sleeps (run limit)
+  // FAKE: segv             reports `compile`, `verify`, then dies of SIGSEGV
   // FAKE: exit             writes a line to stderr and exits 1 without a result
   anything else             a normal error result, at once
 """
@@ -34,12 +34,11 @@ first = open(job["path"], encoding="utf-8", errors="replace").readline()
 mode = first.split("FAKE:", 1)[1].strip() if "FAKE:" in first else ""
 if mode == "hang-setup":
     time.sleep(3600)
-send(event="stage", stage="compiling", t=time.time())
+send(event="stage", stage="compile", t=time.time())
 if mode == "hang-compile":
     time.sleep(3600)
-send(event="stage", stage="running", t=time.time())
+send(event="stage", stage="verify", t=time.time())
 if mode == "hang-run":
-    send(event="stage", stage="verifying", t=time.time())
     time.sleep(3600)
 if mode == "segv":
     os.kill(os.getpid(), signal.SIGSEGV)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from grader import batch, gradebook as gb, pool
+from grader.gradescope import gradescope_results
 from grader.report import CompileSummary, GradeReport
 from grader.text import markdown_cell
 from grader.verify import Verification
@@ -150,7 +151,7 @@ def test_links_outside_the_batch_folder_are_refused_before_reading(tmp_path):
 
 
 def test_worker_clock_announces_compile_and_run_and_times_phases():
-    from grader.grade import STAGES
+    from grader.errors import PROGRESS as STAGES
     from grader.worker import PhaseClock
 
     sent = []
@@ -163,7 +164,7 @@ def test_worker_clock_announces_compile_and_run_and_times_phases():
     for stage in STAGES:
         clock(stage)
     clock.stop()
-    assert sent == ["compiling", "running", "verifying", "timing"]
+    assert sent == ["read", "context", "compile", "verify", "time"]  # the parent's limits start at compile, verify
     assert set(clock.phases) == set(STAGES)
 
 
@@ -524,7 +525,7 @@ def test_gradescope_results(verdict, stage, compiled, verification, score, statu
     report = GradeReport(file="s.cu", verdict=verdict, stage=stage, reason="why", details="s.cu:3: error: x",
                          compile=CompileSummary(arch="sm_90", registers=20) if compiled else None,
                          verification=[_verified(v) for v in verification], fraction=0.95 if stage == "grade" else None)
-    res = gb.gradescope_results(report)
+    res = gradescope_results(report)
     assert res["score"] == score
     assert [t["status"] for t in res["tests"]] == statuses
     assert sum(t["max_score"] for t in res["tests"]) == 10.0

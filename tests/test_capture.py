@@ -40,10 +40,13 @@ def test_output_is_bounded_and_escaped():
 
 
 def _fake_gpu_run(printed: bytes):
-    def run(gpu, compiled, widths, contract, report, rng, stage):
+    def run(gpu, spec, out, stage):
+        from grader.errors import WrongOutput
+        from grader.verify import Verification
+
         os.write(1, printed)
         ctypes.CDLL(None).printf(b"%s", b"from C stdio\n")
-        report.verdict, report.stage, report.reason = "fail", "grade", "0.500 of the copy floor (stand-in)"
+        raise WrongOutput(Verification(rows=1, cols=1, passed=False, total=1, message="wrong (stand-in)"))
     return run
 
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from grader import cli, contention
-from grader.contention import Busy, disturbed, gpu_turn, wait_for_quiet
+from grader.contention import disturbed, gpu_turn, wait_for_quiet
+from grader.errors import Busy
 from grader.device import GpuLoad
-from grader.grade import _withhold
-from grader.report import GradeReport, TableRow, render_text
+from grader.report import GradeReport, render_text
 
 
 def quiet(rounds: int = 40, seed: int = 0) -> dict[str, list[float]]:
@@ -106,15 +106,18 @@ def test_wait_for_quiet_is_bounded_and_says_so(monkeypatch, capsys):
 
 
 def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
-    r = GradeReport(file="s.cu", verdict="error", reason="", fraction=0.14, floor_gbs=1000.0,
-                    table=[TableRow(version="copy", kernels=1, floats_per_elem=2, ms=1.0, gbs=1.0, x_copy=1.0,
-                                    spread=3.3, reps=30, rse=0.1)])
-    _withhold(r, ["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
-              GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
+    from grader.errors import Busy
+    from grader.grade import Outcome, assemble
+    from grader.measure import busy_reason
+    from grader.source import read_submission
+
+    why = busy_reason(["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
+                      GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
+    r = assemble(Outcome(file="s.cu", sub=read_submission("submissions/gold_float4.cu"), seed=1, stopped=Busy(why)))
     assert r.verdict == "busy" and r.fraction is None and r.table == [] and r.floor_gbs is None
     assert r.reason.startswith("not graded: the GPU was busy (the copy row's spread was 330%")
     assert "other processes: pid 7 (stream, 4.0 GiB) (97% utilization)" in r.reason and "run again" in r.reason
-    assert "0.14" not in render_text(r)
+    assert "0.14" not in render_text(r) and "330%" in render_text(r)
     import grader.grade as g
 
     monkeypatch.setattr(g, "grade_file", lambda *a, **k: r)
@@ -123,17 +126,21 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
 
 
 def test_a_block_larger_than_the_kernel_allows_is_explained():
+    from types import SimpleNamespace
+
     from grader.contract import Contract
     from grader.errors import SubmissionError
-    from grader.grade import _check_launch_fits
-    from grader.report import CompileSummary
+    from grader.grade import _compile_summary, check_launch_fits
 
-    r = GradeReport(file="s.cu", verdict="error", reason="", compile=CompileSummary(arch="sm_90"))
+    limits = {"max_threads_per_block": 128, "num_regs": 40, "local_size_bytes": 0}
     with pytest.raises(SubmissionError) as err:
-        _check_launch_fits({"max_threads_per_block": 128, "num_regs": 40, "local_size_bytes": 0}, Contract(), r)
+        check_launch_fits(limits, Contract())
     assert err.value.stage == "launch"
     assert "allows at most 128 threads per block" in str(err.value) and "uses 256" in str(err.value)
     assert "`// grade: block = 128`" in str(err.value)
+    silent = SimpleNamespace(registers=None, spill_stores=None, spill_loads=None, stack_frame=None)
+    compiled = SimpleNamespace(kernels={"biasGeluFused": silent}, warnings=[], warnings_dropped=0, log="")
+    r = GradeReport(file="s.cu", verdict="error", reason="", compile=_compile_summary(compiled, "sm_90", limits))
     assert r.compile.registers == 40 and r.compile.local_bytes == 0  # from the driver, ptxas said nothing
-    _check_launch_fits({"max_threads_per_block": 1024}, Contract(), r)  # fits: no error
+    check_launch_fits({"max_threads_per_block": 1024}, Contract())  # fits: no error
     assert "40 registers" in render_text(r) and "None" not in render_text(r)

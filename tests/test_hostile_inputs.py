@@ -86,7 +86,7 @@ def _fast(fn, seconds: float = 1.0):
 
 
 def test_a_claim_of_60000_digits_parses_in_linear_time():
-    from grader.contract import parse_claim
+    from grader.claims import parse_claim
 
     assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + " of the floor")).fraction is None
     assert _fast(lambda: parse_claim("It reached " + "9" * 60_000 + "x%")).fraction is None
@@ -95,8 +95,8 @@ def test_a_claim_of_60000_digits_parses_in_linear_time():
 
 
 def test_a_long_row_parses_in_linear_time_and_its_flags_too():
-    from grader.contract import parse_row
-    from grader.flags import byte_count_flags
+    from grader.claims import parse_row
+    from grader.claims import byte_count_flags
 
     for raw in ("biasGeluFused 1 2 0.5 " + "9" * 60_000 + "x", "biasGeluFused | 1 | 2 | 0.5 | " + "9" * 60_000 + "x",
                 "v | 1 | 2 | 0.5 | 1." + "0" * 60_000, "v | 1 | 2 | 0.5 | " + "1e" * 30_000):
@@ -107,7 +107,7 @@ def test_a_long_row_parses_in_linear_time_and_its_flags_too():
 
 
 def test_claim_fraction_at_the_end_of_a_sentence():
-    from grader.contract import parse_claim
+    from grader.claims import parse_claim
 
     assert parse_claim("It reached 0.93.").fraction == 0.93
     assert parse_claim("It reached 0.93... of it").fraction == 0.93
@@ -116,7 +116,7 @@ def test_claim_fraction_at_the_end_of_a_sentence():
 
 
 def test_numbers_in_the_row_and_claim_are_ascii_decimal():
-    from grader.contract import parse_claim, parse_row
+    from grader.claims import parse_claim, parse_row
 
     assert parse_claim("It reached \uff10.\uff19\uff13 of the floor").fraction is None  # full-width digits
     assert parse_row("v | \uff11 | 2 | 0.5 | 100").problem == "kernels '\uff11' is not a number"
@@ -349,12 +349,12 @@ def test_an_infinite_claim_is_infinity_in_json(tmp_path, capsys):
 def test_every_float_of_the_report_model_round_trips_non_finite_values(tmp_path):
     import math
 
-    from grader.report import TableRow
+    from grader.timing import TimedRow
     from grader.verify import Verification
 
     nan, inf = float("nan"), float("inf")
     report = GradeReport(file="s.cu", verdict="fail", reason="r", fraction=inf, fraction_low=-inf, floor_gbs=nan,
-                         table=[TableRow(version="v", kernels=1, floats_per_elem=2, ms=nan, gbs=inf, x_copy=inf,
+                         table=[TimedRow(version="v", kernels=1, values_per_elem=2, ms=nan, gbs=inf, x_copy=inf,
                                          spread=nan, reps=1, rse=inf)],
                          verification=[Verification(rows=1, cols=1, passed=False, total=1, max_abs_error=nan)])
     text = report.model_dump_json()

@@ -18,7 +18,8 @@ from grader import gradebook as gb
 from grader.cli import main
 from grader.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
 from grader.model import NON_FINITE_STRINGS as NON_FINITE
-from grader.report import CompileSummary, GradeReport, TableRow
+from grader.report import CompileSummary, GradeReport
+from grader.timing import TimedRow
 from grader.verify import Verification, compare
 
 from conftest import ROOT, SUBMISSIONS
@@ -120,15 +121,15 @@ def never_written() -> GradeReport:
 
 
 def gold_report() -> GradeReport:
-    row = dict(kernels=1, floats_per_elem=2, reps=40, spread=0.01, rse=0.002)
+    row = dict(kernels=1, values_per_elem=2, reps=40, spread=0.01, rse=0.002)
     return GradeReport(
         file="gold.cu", verdict="gold", stage="grade", reason="0.960 of the copy floor", seed=7, bench_rows=61440,
         bench_cols=4096, floor_version="copyVec4", floor_gbs=4300.0, fraction=0.96, fraction_low=0.95,
         fraction_high=math.inf, fraction_of_scalar_copy=1.5, compile=CompileSummary(arch="sm_90", registers=20),
         verification=[Verification(rows=101, cols=97, passed=True, total=9797, message="correct at 101 x 97")],
-        table=[TableRow(version="biasGeluFused", ms=0.47, gbs=4128.0, x_copy=0.96, **row),
-               TableRow(version="copyVec4", ms=0.45, gbs=4300.0, x_copy=1.0, **row),
-               TableRow(version="copyScalar", ms=math.nan, gbs=math.nan, x_copy=math.nan, **row)])
+        table=[TimedRow(version="biasGeluFused", ms=0.47, gbs=4128.0, x_copy=0.96, **row),
+               TimedRow(version="copyVec4", ms=0.45, gbs=4300.0, x_copy=1.0, **row),
+               TimedRow(version="copyScalar", ms=math.nan, gbs=math.nan, x_copy=math.nan, **row)])
 
 
 def test_reports_of_every_kind_match_the_schema(capsys, monkeypatch):

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from grader.reference import gelu_erf, gelu_tanh
-from reference_kernels import references as ref
-from reference_kernels.report import predictions
+from reference_kernels import expected as ref
+from reference_kernels.selfcheck_report import predictions
 from reference_kernels.suite import (
-    FUSED, MODEL_ANSWER, PARAM_BYTES, SOURCES, STAGED, WIDTHS, BF16_VERSION, all_kernels, chain_versions,
+    FUSED, MODEL_ANSWER, SOURCES, STAGED, WIDTHS, BF16_VERSION, all_kernels, chain_versions,
     compile_suite,
 )
-from reference_kernels.timed import QUICK, Table, TimedRow
+from grader.timing import Table, TimedRow
+from reference_kernels.timed import QUICK
 
 from fake_gpu import FakeGpu
 
@@ -135,7 +136,7 @@ def test_every_source_compiles_for_sm90(compiled):
 def test_declared_parameters_match_ptx(compiled):
     for k in all_kernels():
         ptx = [p.size for p in compiled[k.source].kernels[k.expr].params]
-        assert ptx == [PARAM_BYTES[kind] for _, kind in k.params], k.expr
+        assert ptx == [p.size for p in k.spec.params], k.expr
 
 
 def test_rope_rounding_is_pinned_so_interleaved_kernels_agree_bitwise(compiled):

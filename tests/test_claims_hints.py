@@ -1,4 +1,4 @@
-"""Byte-count flags (grader.flags) and hints from the compiled code (grader.hints): each flag and each hint
+"""Byte-count flags (grader.claims) and hints from the compiled code (grader.hints): each flag and each hint
 has a case that triggers it and one that does not. Hints compile the kernels in tests/data/hints/ with
 NVRTC for sm_90 (no GPU needed)."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from grader import exercise
 from grader.compile import compile_kernels
-from grader.contract import parse_claim, parse_row
-from grader.flags import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
+from grader.claims import parse_claim, parse_row
+from grader.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.hints import code_hints, ptx_facts
 from grader.source import read_submission
 

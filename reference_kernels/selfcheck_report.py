@@ -14,7 +14,8 @@ from reference_kernels.gates import Gate, StagedFusedMismatch
 from reference_kernels.suite import (
     BF16_VERSION, FUSED, PAGE, STAGED, WIDE, WIDTHS, chain_versions, rope_versions,
 )
-from reference_kernels.timed import Table, staged_over_fused
+from grader.timing import Table
+from reference_kernels.timed import staged_over_fused
 
 BYTES_MODEL_TOLERANCE = 0.05
 """Prediction 1 holds when staged/fused is within 5% of the byte ratio (the page's 2.530 is 8.4% above

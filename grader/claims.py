@@ -1,5 +1,5 @@
-"""Byte-count flags: checks of the student's own numbers (table row and sentence) against the byte model and
-against the grader's measurements.
+"""The student's claims: their part-3 table row and their sentence, parsed (StudentRow, StudentClaim), and the
+byte-count flags that check those numbers against the byte model and the grader's measurement.
 
 The student declares, in the `// grade:` block (grader.contract), a row of the page's part-3 table,
 `version | kernels | floats/elem | ms | GB/s [| x copy]`, and one sentence saying what fraction of the copy
@@ -20,8 +20,102 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from grader import exercise
-from grader.contract import NUMBER, StudentClaim, StudentRow
-from grader.report import Flag
+from grader.model import ReportModel
+
+NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+"""A number in the row: ASCII digits only (Python's float() would also take `1_000` and full-width
+digits, which C does not). Written so that no two ways match the same text: matching, searching and
+fullmatch stay linear in the length of a 60,000-digit row."""
+_RUN = re.compile(r"[0-9.]+")
+"""A maximal run of ASCII digits and points: the claim's candidate numbers (found in one linear pass)."""
+_PERCENT = re.compile(r"\s*(?:%|percent)")
+_DECIMAL = re.compile(r"[0-9]*\.[0-9]+")
+_WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_ASCII_WHOLE = re.compile(r"[0-9]+")
+
+
+class StudentRow(ReportModel):
+    """The student's table row as written, and its fields where they parse (None where not)."""
+
+    raw: str
+    version: str | None = None
+    kernels: int | None = None
+    floats_per_elem: float | None = None
+    ms: float | None = None
+    gbs: float | None = None
+    x_copy: float | None = None
+    problem: str | None = None
+
+
+class StudentClaim(ReportModel):
+    """The student's sentence, and the fraction of the copy floor it states (None if it states none)."""
+
+    raw: str
+    fraction: float | None = None
+
+
+class Flag(ReportModel):
+    """A problem with the student's own numbers: what it is, the student's number and the grader's."""
+
+    kind: str
+    message: str
+    student: str
+    grader: str
+
+
+def parse_row(value: str) -> StudentRow:
+    """Parse 'version | kernels | floats/elem | ms | GB/s [| x copy]' (or the same separated by spaces,
+    version first). Never raises: a field that does not parse is left None and `problem` says why."""
+    if "|" in value:
+        parts = [p.strip() for p in value.split("|")]
+    else:
+        tokens = value.split()
+        numeric = 0
+        while numeric < len(tokens) and NUMBER.fullmatch(tokens[-1 - numeric]):
+            numeric += 1
+        numeric = min(numeric, 5)
+        parts = [" ".join(tokens[: len(tokens) - numeric])] + tokens[len(tokens) - numeric :]
+    row = StudentRow(raw=value)
+    if len(parts) not in (5, 6):
+        row.problem = (
+            f"expected 5 fields (version | kernels | floats/elem | ms | GB/s), found {len(parts)}"
+        )
+        return row
+    row.version = parts[0] or None
+    problems = []
+    for name, text in zip(("kernels", "floats_per_elem", "ms", "gbs", "x_copy"), parts[1:]):
+        pattern = _ASCII_WHOLE if name == "kernels" else NUMBER
+        try:
+            if not pattern.fullmatch(text):
+                raise ValueError
+            number = int(text) if name == "kernels" else float(text)
+            if not math.isfinite(number) or number < 0:
+                raise ValueError
+            setattr(row, name, number)
+        except ValueError:  # also int() of more than 4300 digits
+            problems.append(f"{name} {_short(text, 40)!r} is not a number")
+    if problems:
+        row.problem = "; ".join(problems)
+    return row
+
+
+def parse_claim(value: str) -> StudentClaim:
+    """Parse the student's sentence; the stated fraction is the first 'NN%' or 'NN percent' (divided by
+    100), else the first decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's
+    closing period is not part of it). Numbers are ASCII digits; a run such as 1.2.3 is no number. Linear
+    in the length of the sentence: each run of digits and points is looked at once."""
+    claim = StudentClaim(raw=value)
+    runs = list(_RUN.finditer(value))
+    for m in runs:
+        if _WHOLE_OR_DECIMAL.fullmatch(m.group()) and _PERCENT.match(value, m.end()):
+            claim.fraction = float(m.group()) / 100
+            return claim
+    for m in runs:
+        number = m.group().rstrip(".")
+        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2:
+            claim.fraction = float(number)
+            break
+    return claim
 
 PAGE_ROWS, PAGE_COLS = 16384, 1024
 """The course page's chain shape: "the bias vector is 1024 floats, 4 KiB against 64 MiB per buffer", so

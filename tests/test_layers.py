@@ -1,0 +1,84 @@
+"""The import graph of grader/ and reference_kernels/: every import (module-level or inside a function) goes
+from a module to one in a strictly lower layer, so there is no circle and no arrow back up. A new module
+must be given a layer here; the test says which import breaks the order."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS = [
+    # what everything may use: the version (the package root), constants, errors and stage names, text
+    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.model", "grader.directives"],
+    # pure data and numerics: launches as data, the student's claims, float64 references
+    ["grader.launch", "grader.claims", "grader.reference"],
+    # reading a submission
+    ["grader.contract", "grader.sandbox", "grader.toolkit"],
+    ["grader.signature", "grader.source", "grader.compile", "grader.options"],
+    # the GPU
+    ["grader.device", "grader.kernels", "grader.capture"],
+    ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
+    ["grader.measure", "grader.report"],
+    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog"],
+    # a class: one worker process per submission, the pool of them, the batch command
+    ["grader.worker", "grader.gradebook", "grader.pool"],
+    ["grader.batch"],
+    # the reference kernels' self-check, built on the grader's launch, check and measure layers
+    ["reference_kernels.expected", "reference_kernels.suite"],
+    ["reference_kernels.gates", "reference_kernels.timed"],
+    ["reference_kernels.selfcheck_report"],
+    ["reference_kernels.selfcheck"],
+    # entry points
+    ["grader.cli"],
+    ["grader.__main__"],
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    files = [*(ROOT / "grader").rglob("*.py"), *(ROOT / "reference_kernels").rglob("*.py")]
+    return {module_name(p): p for p in files if module_name(p) != "reference_kernels"}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules `path` imports, anywhere in it (TYPE_CHECKING blocks included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                out.add(name)
+    return out
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(set(modules()) - set(RANK))
+    assert not missing, f"give these modules a layer in tests/test_layers.py: {missing}"
+
+
+def test_imports_only_go_down():
+    mods = modules()
+    upward = []
+    for name, path in mods.items():
+        for dep in imports(path, set(mods)) - {name}:
+            if dep == "grader" and name.startswith("grader"):
+                continue  # the package root: __version__
+            if RANK[dep] >= RANK[name]:
+                upward.append(f"{name} (layer {RANK[name]}) imports {dep} (layer {RANK[dep]})")
+    assert not upward, "\n".join(sorted(upward))

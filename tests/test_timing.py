@@ -1,0 +1,52 @@
+"""Timing without a GPU (grader.timing): the benchmark shape, effective bandwidth, the statistics."""
+
+import math
+
+import pytest
+
+from grader import exercise
+from grader.device import GpuInfo
+from grader.errors import GraderFault
+from grader.timing import bench_shape, gbs, stats_of
+
+
+def info(l2_mib: int, free_gib: float) -> GpuInfo:
+    return GpuInfo(name="test", compute_capability="9.0", arch="sm_90", multiprocessors=132,
+                   threads_per_multiprocessor=2048, l2_bytes=l2_mib * 2**20, total_bytes=int(141e9),
+                   free_bytes=int(free_gib * 2**30), driver_cuda="13.0")
+
+
+def test_bench_shape_on_an_h200():
+    rows, cols = bench_shape(info(60, 139))
+    assert (rows, cols) == (61440, 4096)
+    assert rows * cols * 4 >= exercise.BENCH_L2_MULTIPLE * 60 * 2**20
+
+
+@pytest.mark.parametrize("l2, free", [(60, 139), (6, 15), (40, 1.0), (96, 80), (128, 7)])
+def test_bench_shape_limits(l2, free):
+    rows, cols = bench_shape(info(l2, free))
+    assert rows <= exercise.MAX_GRID_Y and cols % exercise.BENCH_COL_MULTIPLE == 0
+    per_buffer = rows * cols * 4
+    assert per_buffer * exercise.BENCH_BUFFERS <= exercise.BENCH_FREE_MEMORY_SHARE * free * 2**30
+    assert per_buffer >= min(exercise.BENCH_L2_MULTIPLE * l2 * 2**20,
+                             exercise.BENCH_FREE_MEMORY_SHARE * free * 2**30 / exercise.BENCH_BUFFERS) - cols * 4
+
+
+def test_gbs_is_bytes_read_plus_written_over_time():
+    assert gbs(8 * 10**9, 1000.0) == pytest.approx(8.0)
+    assert gbs(2 * 4 * 61440 * 4096, 0.4881) == pytest.approx(4124.7, abs=0.1)
+
+
+def test_stats_median_spread_and_standard_error():
+    s = stats_of("k", [1.0, 1.1, 0.9, 1.0, 1.0])
+    assert (s.median_ms, s.min_ms, s.reps) == (1.0, 0.9, 5)
+    assert s.spread == pytest.approx(0.0)  # quartiles 1.0 and 1.0
+    mad = 0.0
+    assert s.rse == pytest.approx(1.2533 * 1.4826 * mad / math.sqrt(5))
+    noisy = stats_of("k", [1.0, 1.2, 0.8, 1.1, 0.9, 1.0])
+    assert noisy.rse > 0 and noisy.q1_ms < noisy.median_ms < noisy.q3_ms
+
+
+def test_a_card_too_small_is_the_machines_fault_not_a_traceback():
+    with pytest.raises(GraderFault, match="too little for 3 benchmark buffers"):
+        bench_shape(info(60, 0.00001))
