@@ -38,6 +38,8 @@ class StudentRow(ReportModel):
     """The student's table row as written, and its fields where they parse (None where not)."""
 
     raw: str
+    where: str = "// grade: row"
+    """Where it was read: the `// grade: row` line, or "comment, line N" (a plain comment in the page's form)."""
     version: str | None = None
     kernels: int | None = None
     floats_per_elem: float | None = None
@@ -51,6 +53,8 @@ class StudentClaim(ReportModel):
     """The student's sentence, and the fraction of the copy floor it states (None if it states none)."""
 
     raw: str
+    where: str = "// grade: claim"
+    """Where it was read: the `// grade: claim` line, or "comment, line N"."""
     fraction: float | None = None
 
 
@@ -185,8 +189,8 @@ def byte_count_flags(
     if row is None:
         flags.append(Flag(
             kind="row-missing",
-            message="no table row declared; add `// grade: row = biasGeluFused | 1 | 2 | MS | GB/S | X_COPY` "
-                    "with the numbers from your own run (the page's part-3 table)",
+            message="no table row found; add your part-3 row from your own run as a comment, in the page's "
+                    "form: `// biasGeluFused 1 2 MS GB/S X_COPY` (or `// grade: row = ...`)",
             student="no row", grader=own_row))
     else:
         if row.problem:
@@ -221,8 +225,8 @@ def byte_count_flags(
     if claim is None:
         flags.append(Flag(
             kind="claim-missing",
-            message="no sentence declared; add `// grade: claim = It reached F of the copy floor; it cannot "
-                    "exceed 1 because ...` (the exercise asks for it)",
+            message="no sentence found; add the exercise's sentence as a comment: `// It reached F of the copy "
+                    "floor; it cannot exceed 1 because ...` (or `// grade: claim = ...`)",
             student="no sentence", grader=own_fraction))
     elif claim.fraction is None:
         flags.append(Flag(
@@ -327,3 +331,99 @@ def _half_unit(raw: str, value: float) -> float:
 
 def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- the row and the sentence in plain comments, in the page's own form ----------------------------------
+NOTE_KINDS = ("row-missing", "claim-missing")
+"""Flags that are notes to the student (something the exercise asks for is absent), not a problem with a
+number: the text report shows them as notes, and the gradebook counts them once instead of flagging rows."""
+
+_X_COPY_UNIT = re.compile(r"(?<=[0-9.])[ \t]*x(?:[ \t]*copy)?\b|(?<=[0-9.])[ \t]*(?:GB/s|ms)\b", re.I)
+_ROW_START = re.compile(r"[|\s]*(?P<label>%s(?:<[0-9]+>)?)(?=[\s|])" % re.escape(exercise.KERNEL_NAME))
+_FLOOR_WORDS = re.compile(r"copy[ -]?floor|copy[ -]ceiling|of the floor|of copy|x copy|copyFloor|244\.7", re.I)
+MAX_CLAIM_CHARS = 400
+
+
+def comment_lines(text: str) -> list[tuple[int, str]]:
+    """The comments of a C++ source as (line number, text) per line, markers removed (`//`, `/*`, `*/`, a
+    block comment's leading `*`), string and character literals skipped. One linear pass."""
+    out: list[tuple[int, str]] = []
+    i, n, line = 0, len(text), 1
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append((line, text[i + 2:end].lstrip("/!")))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end
+            for k, part in enumerate(text[i + 2:end].split("\n")):
+                out.append((line + k, re.sub(r"^[ \t]*\*(?!/)", "", part.lstrip("*!") if k == 0 else part)))
+            line += text.count("\n", i, end)
+            i = end + 2
+        elif ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def find_row(text: str) -> StudentRow | None:
+    """The student's part-3 row from a plain comment, in any layout the page prints: `biasGeluFused 1 2 0.4881
+    4124.5`, with or without `|` separators (a markdown table row too), with or without an x copy column
+    (`0.96`, `0.96x`, `0.96 x copy`) and units (`ms`, `GB/s`). The label must be the kernel's own name (the
+    chain's `biasGeluFused + addResidual` row is not the kernel's row). The first line that parses wins; else
+    the first that starts like one (the label, then two numbers or more) is returned with its `problem`; None
+    when no comment holds one."""
+    candidate = None
+    for line_no, body in comment_lines(text):
+        m = _ROW_START.match(body)
+        if not m or body.lstrip().startswith("grade:"):
+            continue
+        rest = _X_COPY_UNIT.sub("", body[m.end():]).strip().strip("|").strip()
+        fields = [f.strip() for f in rest.split("|")] if "|" in rest else rest.split()
+        row = parse_row(" | ".join([m.group("label"), *fields]))
+        row.raw, row.where = body.strip(), f"comment, line {line_no}"
+        if row.problem is None:
+            return row
+        if candidate is None and sum(bool(NUMBER.fullmatch(f)) for f in fields[:2]) == 2:
+            candidate = row
+    return candidate
+
+
+def find_claim(text: str) -> StudentClaim | None:
+    """The student's sentence from a plain comment: the first comment paragraph (consecutive comment lines)
+    that speaks of the copy floor (copy floor, copyFloor, copy ceiling, x copy, 244.7) and states a fraction
+    of it (parse_claim: `0.93`, `93%`). A `// grade:` line or the row is never the sentence. None when no
+    comment states one."""
+    paragraphs: list[tuple[int, list[str]]] = []
+    last = -2
+    for line_no, body in comment_lines(text):
+        stripped = body.strip()
+        if stripped.startswith("grade:") or _ROW_START.match(body):
+            last = -2
+            continue
+        if not stripped:
+            last = -2
+            continue
+        if line_no == last + 1 and paragraphs:
+            paragraphs[-1][1].append(stripped)
+        else:
+            paragraphs.append((line_no, [stripped]))
+        last = line_no
+    for line_no, lines in paragraphs:
+        sentence = " ".join(lines)[:MAX_CLAIM_CHARS]
+        if not _FLOOR_WORDS.search(sentence):
+            continue
+        claim = parse_claim(_FLOOR_WORDS.sub(" copy floor ", sentence))
+        if claim.fraction is not None:
+            return StudentClaim(raw=sentence, where=f"comment, line {line_no}", fraction=claim.fraction)
+    return None

@@ -19,8 +19,10 @@ rows, cols and n = rows * cols (integers, 32- or 64-bit: the width is read from 
 The grids (row, flat, stride) are grader.launch's; `Contract.launch_spec` turns the block into a LaunchSpec.
 
 `row` is the student's table row in the page's part-3 format (version | kernels | floats/elem | ms |
-GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both are stored for the
-byte-count flags; a missing or malformed row is reported, never fatal.
+GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both may also be plain comments
+in the page's own form (grader.claims.find_row, find_claim): `// biasGeluFused 1 2 0.4881 4124.5` and
+`// It reached 0.96 of the copy floor ...`; a `// grade:` line wins over a plain comment. Both are stored for
+the byte-count flags; a missing or malformed row is reported, never fatal.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import re
 
 from grader import exercise
-from grader.claims import StudentClaim, StudentRow, parse_claim, parse_row
+from grader.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
 from grader.errors import InputError
 from grader.launch import GridKind, LaunchSpec, Param, integer_param
 from grader.model import ReportModel
@@ -109,6 +111,10 @@ def parse_contract(text: str, where: str) -> Contract:
         except ValueError as err:
             raise InputError(f"{where}:{line_no}: {key}: {err}") from None
     fields["declared"] = tuple(declared)
+    if "row" not in fields:
+        fields["row"] = find_row(text)
+    if "claim" not in fields:
+        fields["claim"] = find_claim(text)
     contract = Contract(**fields)  # type: ignore[arg-type]
     _check_consistent(contract, where)
     return contract

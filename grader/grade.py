@@ -20,14 +20,15 @@ from grader.claims import byte_count_flags
 from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import Contract
 from grader.device import Gpu, GpuInfo, open_gpu
-from grader.errors import Busy, NoGpuError, Stage, SubmissionError, WrongOutput
+from grader.chain import chain_table
+from grader.errors import Busy, GraderError, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.hints import code_hints
 from grader.launch import LaunchSpec
 from grader.measure import Measurement, measure
 from grader.report import CompileSummary, GradeReport, Verdict, error_report
 from grader.signature import check_params, source_signature
 from grader.source import Submission, read_submission
-from grader.timing import FLOOR_SCALAR
+from grader.timing import FLOOR_SCALAR, Table
 from grader.toolkit import check_arch, require_cuda
 from grader.verify import Verification, verify
 
@@ -83,6 +84,8 @@ class Outcome:
     limits: dict[str, int] = field(default_factory=dict)
     verification: list[Verification] = field(default_factory=list)
     measurement: Measurement | None = None
+    chain: Table | None = None
+    chain_note: str = ""
     printed: Captured = field(default_factory=Captured)
     stopped: SubmissionError | WrongOutput | Busy | None = None
 
@@ -150,6 +153,10 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
             raise WrongOutput(v)
     stage(Stage.TIME)
     out.measurement = measure(gpu, kernel, spec, contract.launch_values, rng, straddles)
+    try:
+        out.chain = chain_table(gpu, kernel, spec, contract.launch_values)
+    except GraderError as err:  # the chain is shown, never graded: its failure is a note
+        out.chain_note = f"the exercise's chain was not timed: {err}"
 
 
 def check_launch_fits(limits: dict[str, int], contract: Contract) -> None:
@@ -201,6 +208,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.floor_version, report.floor_gbs = m.table.floor_version, m.table.floor_gbs
         report.fraction, report.fraction_low, report.fraction_high = m.fraction, m.fraction_low, m.fraction_high
         report.fraction_of_scalar_copy, report.borderline = m.fraction_of_scalar_copy, m.borderline
+        report.chain, report.chain_note = out.chain, out.chain_note
     if out.compiled is not None:
         report.hints, report.flags = _hints(out.compiled, m, report), _flags(sub.contract, m)
     return report

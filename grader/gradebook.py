@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from tabulate import tabulate
 
 from grader import exercise
+from grader.claims import NOTE_KINDS
 from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
 from grader.gradescope import gradescope_score
@@ -60,6 +61,8 @@ class BatchResult(ReportModel):
     adds for a process it had to stop (error, with stage "compile" or "run" and the limit in the reason);
     error: the reason when verdict is error, else ""; fraction: GB/s over the copy floor's (None if not
     timed); flags: short names of the report's flags ("borderline" added when the verdict is borderline);
+    notes: the kinds of the report's notes (grader.claims.NOTE_KINDS: no table row, no sentence), counted once
+    in summary.md rather than flagged on every row;
     gpu: the card's name; device: the CUDA_VISIBLE_DEVICES entry the worker was pinned to; floor_gbs and
     floor_version: the copy floor measured in the submission's process; phases: seconds spent per phase
     (start: process start and imports, read, context, compile, verify, time, other, total: inside the worker from
@@ -79,6 +82,7 @@ class BatchResult(ReportModel):
     details: str = ""
     fraction: float | None = None
     flags: list[str] = []
+    notes: list[str] = []
     gpu: str | None = None
     device: str | None = None
     floor_gbs: float | None = None
@@ -92,14 +96,15 @@ class BatchResult(ReportModel):
 def make_result(*, id: str, path: str, key: str, sha256: str | None, report: GradeReport,
                 grader_version: str, device: str | None = None, phases: dict[str, float] | None = None) -> BatchResult:
     """The row for one submission from its GradeReport (real, or built by the batch for a stopped process)."""
-    flags = [f.kind for f in report.flags] + (["borderline"] if report.borderline else [])
+    flags = [f.kind for f in report.flags if f.kind not in NOTE_KINDS] + (["borderline"] if report.borderline else [])
+    notes = [f.kind for f in report.flags if f.kind in NOTE_KINDS]
     details = report.details
     if len(details) > MAX_DETAILS_CHARS:
         details = details[:MAX_DETAILS_CHARS] + "\n[cut]"
     return BatchResult(
         id=id, path=path, sha256=sha256, key=key, verdict=report.verdict, reason=report.reason,
         error=_error_text(report), stage=report.stage, details=details,
-        fraction=report.fraction, flags=flags, gpu=report.gpu.name if report.gpu else None, device=device,
+        fraction=report.fraction, flags=flags, notes=notes, gpu=report.gpu.name if report.gpu else None, device=device,
         floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
         grader_version=grader_version, finished=_utc_now(),
         report=report,
@@ -362,6 +367,11 @@ def summary_markdown(book: Gradebook) -> str:
     out.append("")
     out.append(f"Card: {', '.join(book.cards) if book.cards else 'none (no GPU: static checks only)'}.")
     out.append("")
+    missing = {kind: sum(kind in r.notes for r in rows) for kind in NOTE_KINDS}
+    if any(missing.values()):
+        out.append(f"Notes: {missing['row-missing']} submissions gave no part-3 table row and "
+                   f"{missing['claim-missing']} no sentence about the copy floor (each report tells its student).")
+        out.append("")
     look = [r for r in rows if r.verdict in ("error", "fail") or r.flags]
     if look:
         out.append("## To look at")

@@ -12,13 +12,13 @@ from typing import Literal
 from tabulate import tabulate
 
 from grader import exercise
-from grader.claims import Flag
+from grader.claims import NOTE_KINDS, Flag
 from grader.contract import Contract
 from grader.device import GpuInfo
 from grader.errors import Stage
 from grader.model import ReportModel
 from grader.text import printable_lines
-from grader.timing import TimedRow
+from grader.timing import Table, TimedRow
 from grader.verify import Verification
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
@@ -58,7 +58,9 @@ class GradeReport(ReportModel):
     says where it stopped), no-gpu (static checks only) or busy (correct, but the GPU was shared while it
     was timed, so no speed verdict is given: grader.contention). `fraction` is the submission's GB/s over the
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
-    the fraction's uncertainty band still straddles a threshold after extra measurement. `kernel_output`
+    the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
+    exercise's chain with the student's kernel in it (grader.chain: the student's part-3 rows beside the page's
+    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox)."""
 
@@ -89,6 +91,8 @@ class GradeReport(ReportModel):
     borderline: bool = False
     flags: list[Flag] = []
     hints: list[str] = []
+    chain: Table | None = None
+    chain_note: str = ""
     kernel_output: list[str] = []
     kernel_output_dropped: int = 0
     sandbox: str = ""
@@ -145,6 +149,17 @@ def render_text(r: GradeReport) -> str:
         out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy",
                                            "spread (IQR)", "reps"], tablefmt="simple"))
         out.append("")
+    if r.chain:
+        c = r.chain
+        out.append(f"Your part-3 rows: your kernel in the exercise's chain, in front of the page's addResidual, beside "
+                   f"the page's staged and fused chains ({c.shape}; not graded):")
+        rows = [[t.version, t.kernels, f"{t.floats_per_elem:g}", f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}"]
+                for t in c.rows]
+        out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy"],
+                            tablefmt="simple"))
+        out.append("")
+    elif r.chain_note:
+        out.append(f"Note: {r.chain_note}")
     if r.kernel_output or r.kernel_output_dropped:
         out.append(f"Kernel output (printf from your kernel, not the grader; {len(r.kernel_output)} lines shown "
                    f"escaped, {r.kernel_output_dropped} more dropped):")
@@ -154,7 +169,10 @@ def render_text(r: GradeReport) -> str:
     if r.details:
         out.extend("  " + line for line in r.details.splitlines())
     for f in r.flags:
-        out.append(f"Flag ({f.kind}): {f.message} [yours: {f.student}; measured: {f.grader}]")
+        if f.kind in NOTE_KINDS:
+            out.append(f"Note: {f.message} [measured: {f.grader}]")
+        else:
+            out.append(f"Flag ({f.kind}): {f.message} [yours: {f.student}; measured: {f.grader}]")
     for h in r.hints:
         out.append(f"Hint: {h}")
     return printable_lines("\n".join(out))

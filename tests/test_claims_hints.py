@@ -335,3 +335,83 @@ def test_examples_get_their_hints(name, expected):
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     hs = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
+
+
+# --- the row and the sentence as plain comments, in the page's own form -----------------------------------
+from grader.claims import NOTE_KINDS, find_claim, find_row  # noqa: E402
+from grader.contract import parse_contract  # noqa: E402
+
+
+@pytest.mark.parametrize("line", [
+    "// biasGeluFused 1 2 0.4881 4124.5",
+    "// biasGeluFused 1 2 0.4881 4124.5 0.96",
+    "// biasGeluFused 1 2 0.4881 4124.5 0.96x copy",
+    "// biasGeluFused 1 2 0.4881 ms 4124.5 GB/s 0.96 x copy",
+    "// biasGeluFused | 1 | 2 | 0.4881 | 4124.5 | 0.96",
+    "// | biasGeluFused | 1 | 2 | 0.4881 | 4124.5 | 0.96 |",
+    "/* biasGeluFused 1 2 0.4881 4124.5 */",
+    "/*\n * version kernels floats/elem ms GB/s\n * biasGeluFused 1 2 0.4881 4124.5\n */",
+])
+def test_the_pages_row_layouts_are_read_from_plain_comments(line):
+    row = find_row(line + "\n__global__ void biasGeluFused() {}\n")
+    assert (row.version, row.kernels, row.floats_per_elem, row.ms, row.gbs) == ("biasGeluFused", 1, 2, 0.4881, 4124.5)
+    assert row.problem is None and row.where.startswith("comment, line ")
+
+
+@pytest.mark.parametrize("text", [
+    "// biasGeluFused is the kernel below\n",  # prose that names the kernel
+    "// biasGeluFused + addResidual 2 5 1.02 330.1\n",  # the chain's row, not the kernel's
+    'const char* s = "// biasGeluFused 1 2 0.4881 4124.5";\n',  # inside a string, not a comment
+    "// grade: params = x, bias, out, cols\n",
+])
+def test_what_is_not_the_kernels_row(text):
+    assert find_row(text) is None
+
+
+def test_a_row_that_starts_right_but_does_not_parse_is_reported():
+    row = find_row("// biasGeluFused 1 2 fast 4124.5\n")
+    assert row.problem and "ms" in row.problem and row.where == "comment, line 1"
+
+
+@pytest.mark.parametrize("text, fraction", [
+    ("// It reached 0.96 of the copy floor; it cannot exceed 1 because it moves what copyFloor moves.\n", 0.96),
+    ("// My kernel reached 93% of the 244.7 GB/s copy ceiling.\n", 0.93),
+    ("/* Reached 0.88 of copyFloor:\n   the float4 loads are missing. */\n", 0.88),
+    ("// It reached 0.97 of the\n// copy floor, and cannot exceed 1.\n", 0.97),
+])
+def test_the_sentence_is_read_from_a_comment_about_the_copy_floor(text, fraction):
+    claim = find_claim(text)
+    assert claim.fraction == pytest.approx(fraction) and claim.where.startswith("comment, line ")
+
+
+@pytest.mark.parametrize("text", ["// 2 floats per element, 0.5 ms\n", "// biasGeluFused 1 2 0.4881 4124.5 0.96\n",
+                                  "// grade: block = 256\n", "// the copy floor is the fastest copy\n"])
+def test_comments_that_are_not_the_sentence(text):
+    assert find_claim(text) is None
+
+
+def test_grade_lines_win_and_plain_comments_fill_in():
+    text = ("// grade: row = biasGeluFused | 1 | 2 | 0.5 | 4000\n// biasGeluFused 1 2 0.4881 4124.5\n"
+            "// It reached 0.96 of the copy floor.\n__global__ void biasGeluFused() {}\n")
+    c = parse_contract(text, "s.cu")
+    assert c.row.ms == 0.5 and c.row.where == "// grade: row"
+    assert c.claim.fraction == 0.96 and c.claim.where == "comment, line 3"
+    assert "row-missing" not in kinds(byte_count_flags(c.row, c.claim, rows=None, cols=None, floor_gbs=None,
+                                                      measured_gbs=None, measured_ms=None))
+
+
+def test_missing_row_and_sentence_are_notes_counted_once_in_the_summary(tmp_path):
+    from grader import gradebook as gb
+    from grader.report import GradeReport, render_text
+
+    fs = flags(row=None, claim=None)
+    assert set(NOTE_KINDS) <= set(kinds(fs))
+    report = GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96", flags=fs)
+    text = render_text(report)
+    assert "Note: no table row found" in text and "Flag (row-missing)" not in text
+    rows = [gb.make_result(id=f"s{i}", path="s.cu", key="k", sha256="0", report=report, grader_version="t")
+            for i in range(3)]
+    assert all(r.flags == [] and set(r.notes) == set(NOTE_KINDS) for r in rows)
+    summary = gb.summary_markdown(gb.build_gradebook(rows, "t", {}))
+    assert "Notes: 3 submissions gave no part-3 table row and 3 no sentence" in summary
+    assert "## To look at" not in summary

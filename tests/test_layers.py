@@ -17,16 +17,16 @@ LAYERS = [
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
-    # the GPU
-    ["grader.device", "grader.kernels", "grader.capture"],
+    # the GPU (and the reference kernels as data, which the chain's rows launch)
+    ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
-    ["grader.measure", "grader.report"],
+    ["grader.measure", "grader.chain", "grader.report"],
     ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog"],
     # a class: one worker process per submission, the pool of them, the batch command
     ["grader.worker", "grader.gradebook", "grader.pool"],
     ["grader.batch"],
     # the reference kernels' self-check, built on the grader's launch, check and measure layers
-    ["reference_kernels.expected", "reference_kernels.suite"],
+    ["reference_kernels.expected"],
     ["reference_kernels.gates", "reference_kernels.timed"],
     ["reference_kernels.selfcheck_report"],
     ["reference_kernels.selfcheck"],

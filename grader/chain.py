@@ -1,0 +1,93 @@
+"""Stage 5c, chain: the exercise's chain, timed for the student's part-3 rows; never graded.
+
+The exercise says: add biasGeluFused "to the chain in front of the existing residual add, add its row to the
+part 3 table with its own byte count". After the graded measurement, the student's kernel is timed again in a
+table of its own, in front of the page's residual add (addResidual), beside the page's staged chain
+(addBiasRow, applyGeluErf, addResidual: 7 floats per element) and fused chain (biasGeluResidualFused: 3) and
+the copies, at the benchmark shape, so the deleted store and load show in numbers:
+
+    biasGeluFused                 1 kernel   2 floats/elem   (yours)
+    biasGeluFused + addResidual   2 kernels  5 floats/elem   (yours, then the page's residual add)
+    staged chain<4>               3 kernels  7
+    fused chain<4>                1 kernel   3
+
+The page's kernels run at width 4 (reference_kernels.suite.WIDE: one float4 per thread), the width that
+reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
+timing holds the GPU's grading lock; a disturbed timing (grader.contention) shows no table. Outputs are not
+checked here: the graded measurement already checked every timed launch of the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grader import exercise
+from grader.compile import compile_kernels
+from grader.contention import disturbed, gpu_turn
+from grader.device import Gpu
+from grader.errors import Busy
+from grader.launch import LaunchSpec, bind
+from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from reference_kernels.suite import FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, make_launch, \
+    source_text
+
+BUFFERS = 6
+"""Benchmark-sized float32 buffers: x, r, t1, t2, out, and the copies' destination (t2 is reused)."""
+
+YOURS = exercise.KERNEL_NAME
+YOURS_CHAIN = MODEL_ANSWER
+"""Row labels of the student's two rows: the kernel alone, and the kernel then the page's residual add."""
+
+
+def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+                settings: TimerSettings = TimerSettings()) -> Table:
+    """Time the student's kernel alone and in front of addResidual, beside the page's staged and fused chains
+    and the copies (module docstring). spec, launch_values: the submission's launch, as in grader.measure.
+
+    Raises Busy when the GPU was not quiet while timing (no table is shown then), GraderFault when a buffer
+    cannot be had (a card with too little free memory), SubmissionError when a kernel faults.
+    """
+    rows, cols = bench_shape(gpu.info, BUFFERS, free_bytes=gpu.free_bytes())
+    n = rows * cols
+    page = chain_kernels(WIDE)
+    names = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
+    compiled = compile_kernels(source_text("chain.cu"), "chain.cu", tuple(page[k].expr for k in names),
+                               gpu.info.arch)
+    loaded = gpu.load(compiled)
+    big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
+    bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
+    try:
+        fill = InputFiller(gpu)
+        fill(big["x"], n, 3, *exercise.INPUT_X_RANGE)
+        fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
+        fill(big["r"], n, 5, -1.0, 1.0)
+        buffers = {**big, "bias": bias}
+        versions = chain_versions(WIDE)
+        yours = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["out"]},
+                                                                  rows, cols))
+        into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["t1"]},
+                                                                    rows, cols))
+        residual = make_launch(gpu, loaded, versions["addResidual"], {**buffers, "x": big["t1"]},
+                               {"cols": cols, "n": n}, rows, cols)
+
+        def yours_chain() -> None:
+            into_t1()
+            residual()
+
+        timed = [Timed(YOURS, yours, values_per_elem=exercise.FLOATS_PER_ELEMENT),
+                 Timed(YOURS_CHAIN, yours_chain, values_per_elem=versions[MODEL_ANSWER].values_per_elem, kernels=2)]
+        for name in (STAGED, FUSED):
+            v = versions[name]
+            timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, {"cols": cols, "n": n}, rows, cols),
+                               values_per_elem=v.values_per_elem, kernels=len(v.kernels), per_thread=v.per_thread))
+        with gpu_turn(gpu):
+            timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n)
+            timer.run(settings)
+            table = timer.table("the exercise's chain", f"{rows} x {cols}", matrix=(rows, cols))
+            reasons = disturbed(timer.timer.times, table.floor_gbs, gpu.info.peak_gbs)
+        if reasons:
+            raise Busy("the chain's timing was disturbed: " + "; ".join(reasons))
+        return table
+    finally:
+        for buf in (*big.values(), bias):
+            buf.close()

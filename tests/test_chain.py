@@ -1,0 +1,64 @@
+"""The exercise's chain (grader.chain) on the CPU stand-in GPU: the student's two part-3 rows beside the page's
+staged and fused chains and the copies, with their byte counts; the report shows them, never grades them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fake_gpu import FakeGpu  # noqa: E402
+
+from grader import contention  # noqa: E402
+from grader.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
+from grader.compile import compile_kernels  # noqa: E402
+from grader.contract import Contract  # noqa: E402
+from grader.report import GradeReport, render_text  # noqa: E402
+from grader.source import read_submission  # noqa: E402
+from grader.timing import TimerSettings  # noqa: E402
+
+QUICK = TimerSettings(warmup_ms=0.0, min_reps=3, target_rse=1.0, cap_s=0.5)
+
+
+@pytest.fixture
+def gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(contention, "LOCK_DIR", str(tmp_path))
+    fake = FakeGpu(l2_bytes=1 << 16, free_bytes=1 << 28)
+    fake.uuid = lambda: "GPU-fake"
+    return fake
+
+
+def test_the_students_rows_sit_beside_the_pages_chains(gpu, monkeypatch):
+    import grader.chain as chain
+
+    monkeypatch.setattr(chain, "disturbed", lambda *a: [])  # the stand-in's clock is not a GPU's
+    sub = read_submission("submissions/gold_float4.cu")
+    kernel = gpu.load(compile_kernels(sub.compile_text, sub.name, ("biasGeluFused",), "sm_90"))["biasGeluFused"]
+    spec = Contract().launch_spec((8, 8, 8, 8))
+    table = chain_table(gpu, kernel, spec, Contract().launch_values, QUICK)
+    model = {r.version: (r.kernels, r.floats_per_elem, r.is_floor) for r in table.rows}
+    assert model[YOURS] == (1, 2, False) and model[YOURS_CHAIN] == (2, 5, False)
+    assert model["staged chain<4>"] == (3, 7, False) and model["fused chain<4>"] == (1, 3, False)
+    assert sum(r.is_floor for r in table.rows) == 3 and table.matrix is not None
+    assert "addResidual<4>" in gpu.launches and "biasGeluResidualFused<4>" in gpu.launches
+    report = GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96", chain=table)
+    text = render_text(report)
+    assert "Your part-3 rows" in text and "biasGeluFused + addResidual" in text and "not graded" in text
+
+
+def test_a_disturbed_chain_is_a_note_not_a_table(gpu, monkeypatch):
+    from grader.errors import Busy
+
+    import grader.chain as chain
+
+    monkeypatch.setattr(chain, "disturbed", lambda *a: ["the copy row's spread was 40%"])
+    sub = read_submission("submissions/gold_float4.cu")
+    kernel = gpu.load(compile_kernels(sub.compile_text, sub.name, ("biasGeluFused",), "sm_90"))["biasGeluFused"]
+    with pytest.raises(Busy, match="chain's timing was disturbed"):
+        chain_table(gpu, kernel, Contract().launch_spec((8, 8, 8, 8)), Contract().launch_values, QUICK)
+    text = render_text(GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96",
+                                   chain_note="the exercise's chain was not timed: busy"))
+    assert "Note: the exercise's chain was not timed" in text and "Your part-3 rows" not in text
