@@ -19,7 +19,7 @@ from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.verify import GuardedRun, compare, guard_damage, guard_text
 from reference_kernels import expected as ref
 from reference_kernels.suite import (
-    FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSION, Version, chain_versions,
+    FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSIONS, Version, chain_versions,
     launch_kernel, make_launch, rope_versions,
 )
 
@@ -230,7 +230,8 @@ def chain_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> tuple[list[
 
 # --- bf16 ----------------------------------------------------------------------------------------------
 def bf16_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> list[Gate]:
-    """toBf16 equal to numpy's f32_to_bf16 bit for bit; geluTanhBf16 against float64 at lengths with and
+    """toBf16 equal to numpy's f32_to_bf16 bit for bit; each bf16 GELU (geluTanhBf16, geluTanhBf16Sigmoid)
+    against float64 at lengths with and
     without a tail, within ref.gelu_bf16_tolerance, rounding like the float64 result rounded to bf16 on all
     but ref.BF16_MAX_ROUNDING_MISMATCH of the elements, and writing nothing past n."""
     gates = []
@@ -241,14 +242,15 @@ def bf16_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> list[Gate]:
             x32 = rng.uniform(-4.0, 4.0, size=n).astype(np.float32)
             x32[: min(n, 4)] = np.array([0.0, -0.0, 1e-3, -6.0], dtype=np.float32)[: min(n, 4)]
             bits = ref.f32_to_bf16(x32)
-            src = scratch.input("in", bits)
-            words = -(-n // 2) + 1  # one whole spare word past the end: a write there is caught below
-            out = scratch.output(words, BF16_NAN_PAIR)
-            make_launch(gpu, loaded, BF16_VERSION, {"in": src.data, "out": out.data}, {"n": n}, 1, n)()
-            gpu.sync()
-            got_all = gpu.download(out.data.ptr, 2 * words, np.uint16)
-            got, past = got_all[:n], got_all[n:]
-            gates.append(_bf16_check(n, bits, got, past, guard_damage({"out": out})))
+            src = scratch.input(f"in {n}", bits)
+            for version in BF16_VERSIONS:
+                words = -(-n // 2) + 1  # one whole spare word past the end: a write there is caught below
+                out = scratch.output(words, BF16_NAN_PAIR)
+                make_launch(gpu, loaded, version, {"in": src.data, "out": out.data}, {"n": n}, 1, n)()
+                gpu.sync()
+                got_all = gpu.download(out.data.ptr, 2 * words, np.uint16)
+                got, past = got_all[:n], got_all[n:]
+                gates.append(_bf16_check(version.label, n, bits, got, past, guard_damage({"out": out})))
     finally:
         scratch.close()
     return gates
@@ -273,8 +275,8 @@ def _to_bf16_gate(gpu: Gpu, loaded: dict, rng: np.random.Generator, scratch: Gua
     return Gate(name=name, passed=True, detail=f"all {x.size} equal")
 
 
-def _bf16_check(n: int, bits: np.ndarray, got: np.ndarray, past: np.ndarray, damage: list[str]) -> Gate:
-    name = f"bf16: geluTanhBf16 at n = {n} (n % 8 = {n % 8}) vs float64"
+def _bf16_check(label: str, n: int, bits: np.ndarray, got: np.ndarray, past: np.ndarray, damage: list[str]) -> Gate:
+    name = f"bf16: {label} at n = {n} (n % 8 = {n % 8}) vs float64"
     want = ref.gelu_tanh_bf16_reference(bits)
     x = ref.bf16_to_f32(bits)
     value = ref.bf16_to_f32(got).astype(np.float64)

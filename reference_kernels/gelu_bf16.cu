@@ -23,27 +23,59 @@ __device__ __forceinline__ float geluTanhLlmc(float xi) {
     return 0.5f * xi * (1.0f + tanhf(kGeluScale * (xi + cube)));
 }
 
+// The same function, GELU_tanh(x) = 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), written as
+// x * sigmoid(2u) = x / (1 + exp(-2u)) (since 1 + tanh(u) = 2 / (1 + exp(-2u))), with the hardware's
+// approximate exp (__expf: ex2.approx, one MUFU.EX2) and reciprocal (__fdividef: MUFU.RCP). tanhf, exact to
+// float32, is a polynomial of some twenty instructions with branches; eight of them per thread make
+// geluTanhBf16 issue-bound on an H200 (0.65 of the copy floor). This form is a handful of instructions per
+// element. Accuracy: nothing cancels (the denominator is >= 1 and x is factored out), so its relative error
+// is a few float32 ulps plus the two approximations' (about 2^-21 each), thousands of times below bf16's
+// rounding step 2^-8; the self-check's gate measures it against float64 like the tanhf form's. In the far
+// tails exp overflows to inf and x / inf gives -0 (the limit); exp underflows to 0 and it gives x.
+__device__ __forceinline__ float geluTanhSigmoid(float xi) {
+    const float u = kGeluScale * (xi + 0.044715f * xi * xi * xi);
+    return __fdividef(xi, 1.0f + __expf(-2.0f * u));
+}
+
+struct Llmc { __device__ float operator()(float x) const { return geluTanhLlmc(x); } };
+struct Sigmoid { __device__ float operator()(float x) const { return geluTanhSigmoid(x); } };
+
 // Two packed bf16 in, two packed bf16 out.
+template <class F>
 __device__ __forceinline__ unsigned int gelu2(unsigned int w) {
-    const float lo = geluTanhLlmc(bf16ToFloat(w & 0xffffu));
-    const float hi = geluTanhLlmc(bf16ToFloat(w >> 16));
+    const float lo = F()(bf16ToFloat(w & 0xffffu));
+    const float hi = F()(bf16ToFloat(w >> 16));
     return floatToBf16(lo) | (floatToBf16(hi) << 16);
 }
 
-// out[i] = bf16(GELU_tanh(float(in[i]))) for i < n. Thread t owns elements 8t .. 8t + 7: a whole group is one
-// 16-byte streaming load (__ldcs, read once, as llm.c's load128cs) and one 16-byte store; the last, partial
-// group (n % 8 elements) is done one element at a time. in and out must be 16-byte aligned.
-extern "C" __global__ void geluTanhBf16(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
-                                        size_t n) {
+// out[i] = bf16(F(float(in[i]))) for i < n. Thread t owns elements 8t .. 8t + 7: a whole group is one 16-byte
+// streaming load (__ldcs, read once, as llm.c's load128cs) and one 16-byte store; the last, partial group
+// (n % 8 elements) is done one element at a time. in and out must be 16-byte aligned.
+template <class F>
+__device__ __forceinline__ void geluBf16(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
+                                         size_t n) {
     const size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * 8;
     if (i + 8 <= n) {
         const uint4 v = __ldcs(reinterpret_cast<const uint4*>(in + i));
-        *reinterpret_cast<uint4*>(out + i) = make_uint4(gelu2(v.x), gelu2(v.y), gelu2(v.z), gelu2(v.w));
+        *reinterpret_cast<uint4*>(out + i) =
+            make_uint4(gelu2<F>(v.x), gelu2<F>(v.y), gelu2<F>(v.z), gelu2<F>(v.w));
     } else {
         for (size_t k = i; k < n; ++k) {
-            out[k] = static_cast<unsigned short>(floatToBf16(geluTanhLlmc(bf16ToFloat(in[k]))));
+            out[k] = static_cast<unsigned short>(floatToBf16(F()(bf16ToFloat(in[k]))));
         }
     }
+}
+
+// llm.c's form (tanhf).
+extern "C" __global__ void geluTanhBf16(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
+                                        size_t n) {
+    geluBf16<Llmc>(in, out, n);
+}
+
+// The sigmoid form (see geluTanhSigmoid).
+extern "C" __global__ void geluTanhBf16Sigmoid(const unsigned short* __restrict__ in,
+                                               unsigned short* __restrict__ out, size_t n) {
+    geluBf16<Sigmoid>(in, out, n);
 }
 
 // out[i] = bf16(in[i]) for i < n, rounding to nearest, ties to even: makes bf16 inputs on the GPU for the

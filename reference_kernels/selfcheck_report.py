@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from reference_kernels.gates import Gate, StagedFusedMismatch
 from reference_kernels.suite import (
-    BF16_VERSION, FUSED, PAGE, STAGED, WIDE, WIDTHS, chain_versions, rope_versions,
+    BF16_VERSIONS, FUSED, PAGE, STAGED, WIDE, WIDTHS, chain_versions, rope_versions,
 )
 from grader.timing import Table
 from reference_kernels.timed import staged_over_fused
@@ -58,7 +58,7 @@ def _verdict(held: bool | None) -> str:
 def byte_counts() -> str:
     """The byte model of every timed version, from the suite's definitions (the same the launches use)."""
     rows = []
-    versions = [*rope_versions(PAGE).values(), *chain_versions(PAGE).values(), BF16_VERSION]
+    versions = [*rope_versions(PAGE).values(), *chain_versions(PAGE).values(), *BF16_VERSIONS]
     for v in versions:
         if len(v.kernels) == 1:
             note = v.kernels[0].counted

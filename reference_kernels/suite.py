@@ -124,6 +124,8 @@ def chain_kernels(width: int) -> dict[str, KernelDef]:
 
 GELU_BF16 = _kernel("geluTanhBf16", "gelu_bf16.cu", 0, _ION, "flat", 8, 2, "in read, out written, bf16 (2 bytes each)",
                     value_bytes=2)
+GELU_BF16_SIGMOID = _kernel("geluTanhBf16Sigmoid", "gelu_bf16.cu", 0, _ION, "flat", 8, 2,
+                            "in read, out written, bf16 (2 bytes each)", value_bytes=2)
 TO_BF16 = _kernel("toBf16", "gelu_bf16.cu", 0, _ION, "flat", 1, 0, "input preparation; not timed")
 GELU_FORMS = _kernel("geluForms", "chain.cu", 0, _params("x:ptr", "erfOut:ptr", "tanhOut:ptr", "n:u64"), "flat", 1, 3,
                      "x read, both forms written")
@@ -207,6 +209,9 @@ def rope_versions(width: int) -> dict[str, Version]:
 
 
 BF16_VERSION = Version(GELU_BF16.name, ((GELU_BF16, (("in", "in"), ("out", "out"))),))
+BF16_SIGMOID_VERSION = Version(GELU_BF16_SIGMOID.name, ((GELU_BF16_SIGMOID, (("in", "in"), ("out", "out"))),))
+BF16_VERSIONS = (BF16_VERSION, BF16_SIGMOID_VERSION)
+"""The bf16 GELU's rows: llm.c's tanhf form, and the same function as x * sigmoid(2u) (gelu_bf16.cu)."""
 
 
 def make_launch(gpu, loaded: dict[str, object], version: Version, buffers: dict[str, object],
@@ -240,7 +245,7 @@ def launch_kernel(gpu, loaded: dict[str, object], kd: KernelDef, elements: int, 
 
 def all_kernels() -> list[KernelDef]:
     """Every kernel of the suite, each once."""
-    out = [GELU_BF16, TO_BF16, GELU_FORMS]
+    out = [GELU_BF16, GELU_BF16_SIGMOID, TO_BF16, GELU_FORMS]
     for w in WIDTHS:
         out += list(rope_kernels(w).values()) + list(chain_kernels(w).values())
     return out

@@ -17,7 +17,7 @@ from grader.device import Gpu
 from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
 from reference_kernels import expected as ref
 from reference_kernels.suite import (
-    BF16_VERSION, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
+    BF16_VERSIONS, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
     rope_versions,
 )
 
@@ -108,7 +108,7 @@ def chain_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSetting
 
 def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
                elements: int | None = None) -> Table:
-    """Time geluTanhBf16 on `elements` bf16 values (default: as many bytes as a benchmark float32 buffer,
+    """Time both bf16 GELUs (llm.c's tanhf form and the sigmoid form) on `elements` bf16 values (default: as many bytes as a benchmark float32 buffer,
     rounded down to a multiple of 8) against a copy of the same bytes."""
     if elements is None:
         rows, cols = _bench_elements(gpu, 4)
@@ -123,9 +123,9 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
             gpu.sync()
         finally:
             tmp.close()
-        launches = {BF16_VERSION.label: make_launch(gpu, loaded, BF16_VERSION, {"in": src, "out": out}, {"n": n}, 1, n)}
+        launches = {v.label: make_launch(gpu, loaded, v, {"in": src, "out": out}, {"n": n}, 1, n) for v in BF16_VERSIONS}
         return _time_table(gpu, floor, "bf16 GELU", f"{n} bf16 values, {n * 2 / 2**30:.2f} GiB per buffer", n,
-                           [BF16_VERSION], launches, src, out, n // 2, settings)
+                           list(BF16_VERSIONS), launches, src, out, n // 2, settings)
     finally:
         src.close()
         out.close()

@@ -202,6 +202,9 @@ class FakeGpu:
         m = self._covered(grid, block, 1, n)
         self.arr(out, n, np.uint16)[:m] = ref.f32_to_bf16(self.arr(src, n, np.float32)[:m])
 
+    def _k_geluTanhBf16Sigmoid(self, k, grid, block, src, out, n):
+        self._k_geluTanhBf16(k, grid, block, src, out, n)
+
     def _k_geluTanhBf16(self, k, grid, block, src, out, n):
         assert address(src) % 16 == 0 and address(out) % 16 == 0
         m = self._covered(grid, block, 8, n)
