@@ -260,10 +260,12 @@ def grader_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def settings_for(arch: str | None, seed: int | None, cards: list[str]) -> dict[str, object]:
-    """The grader settings a result depends on: part of every row's key (module docstring)."""
-    return {"grader": grader.__version__, "grader_source": grader_digest(), "arch": arch, "seed": seed,
-            "cards": sorted(set(cards))}
+def settings_for(arch: str | None, seed: int | None, cards: list[str], counters: bool = False) -> dict[str, object]:
+    """The grader settings a result depends on: part of every row's key (module docstring); `counters` only
+    when asked for, so rows graded without them keep their keys."""
+    settings = {"grader": grader.__version__, "grader_source": grader_digest(), "arch": arch, "seed": seed,
+                "cards": sorted(set(cards))}
+    return {**settings, "counters": True} if counters else settings
 
 
 def result_key(item: Item, settings: dict[str, object]) -> str:
@@ -360,6 +362,9 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
                    help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--counters", action="store_true",
+                   help="also measure each timed kernel's DRAM and L2 bytes with Nsight Compute (ncu); never "
+                        "changes a verdict")
     p.add_argument("--unsandboxed", action="store_true",
                    help="grade even where NVRTC cannot be confined by Landlock (not Linux 5.13+): the include "
                         "filter alone then keeps submissions from reading this machine's files; recorded in "
@@ -423,7 +428,7 @@ def batch_main(argv: list[str]) -> int:
     if not box.available:
         print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
               "gradebook", file=sys.stderr)
-    settings = settings_for(args.arch, args.seed, plan.names)
+    settings = settings_for(args.arch, args.seed, plan.names, args.counters)
     for it in items:
         it.key = result_key(it, settings)
     out = Path(args.out)
@@ -475,7 +480,8 @@ def batch_main(argv: list[str]) -> int:
             slots = [Slot(entry=e) for e in plan.entries]
             complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
                                 memory_limit=args.memory_limit * 2**30, arch=args.arch, seed=args.seed,
-                                on_result=record, progress=progress, tmp=tmp, sandbox=box.available)
+                                on_result=record, progress=progress, tmp=tmp, sandbox=box.available,
+                                counters=args.counters)
     except Interrupted:
         complete = False
     except WorkerStartError as err:

@@ -77,6 +77,9 @@ def single_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", type=arch_type, default=None,
                    help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--counters", action="store_true",
+                   help="also measure the DRAM and L2 bytes the kernel moves with Nsight Compute (ncu; one profiled "
+                        "launch of it and of the copy at the benchmark shape; never changes the verdict)")
     p.add_argument("--run-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds a stage (compile, verify) may run before grading stops with an error; timing "
                         "gets S plus its waits for a quiet GPU (default 60)")
@@ -166,6 +169,10 @@ def _main(argv: list[str]) -> int:
     finally:
         dog.stop()
         os.close(report_fd)
+    if args.counters:
+        from grader.counters import submission_counters
+
+        report.counters = submission_counters(args.file, report.bench_rows, report.bench_cols, device=args.device)
     if args.format == "gradescope":
         _emit(json.dumps(gradescope_results(report), indent=2))
     else:

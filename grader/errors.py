@@ -41,7 +41,8 @@ class Stage(StrEnum):
     A report's `stage` says where grading stopped: INPUT (the file could not be read), SOURCE (a refused
     construct), COMPILE, CONTRACT (parameter list or a launch value the contract cannot express), LAUNCH
     (refused by the driver), RUN (a fault, or a limit passed while the kernel ran), VERIFY (wrong output),
-    TIME (busy: timing withheld), GRADE (graded); and the grader's own: GRADER (its own call failed),
+    TIME (busy: timing withheld), GRADE (graded); COUNTERS follows grading when hardware counters are asked
+    for (grader.counters; they never change the verdict); and the grader's own: GRADER (its own call failed),
     INSTALL (an incomplete install), SETUP (a batch worker that did not start).
     """
 
@@ -56,6 +57,7 @@ class Stage(StrEnum):
     VERIFY = "verify"
     TIME = "time"
     GRADE = "grade"
+    COUNTERS = "counters"
     GRADER = "grader"
     INSTALL = "install"
     SETUP = "setup"
@@ -74,7 +76,7 @@ def stopped_in(progress: str) -> Stage:
     kernel may have been running (verify, time)."""
     if progress == Stage.COMPILE:
         return Stage.COMPILE
-    if progress in (Stage.VERIFY, Stage.TIME, Stage.RUN):
+    if progress in (Stage.VERIFY, Stage.TIME, Stage.RUN, Stage.COUNTERS):
         return Stage.RUN
     return Stage.SETUP
 

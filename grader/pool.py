@@ -219,11 +219,11 @@ def memory_bytes(pid: int) -> int:
 
 def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: float, memory_limit: float,
              arch: str | None, seed: int | None, on_result, progress: Progress, tmp: Path,
-             sandbox: bool = True) -> bool:
+             sandbox: bool = True, counters: bool = False) -> bool:
     """Grade `todo` (grader.batch.Item: id, path, real, name, sha256) on `slots`, one worker per item, calling
     on_result(item, report, phases, entry) as each result is known. memory_limit is in bytes (0: none).
     sandbox: the workers refuse to compile without the NVRTC sandbox (grader.sandbox.require); False only
-    for `grade batch --unsandboxed`.
+    for `grade batch --unsandboxed`. counters: each worker also profiles its timed kernel (grader.counters).
 
     Returns True when every item got a result, False when interrupted (Interrupted raised by a signal
     handler): the jobs in flight are stopped and left for the next run. Raises WorkerStartError when a
@@ -264,7 +264,7 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
         now = time.monotonic()
         slot.job = Job(item=item, worker=w, started=now, deadline=now + run_limit)
         job = {"path": str(item.real), "sha256": item.sha256, "name": item.name, "display": item.path,
-               "arch": arch, "seed": seed, "sandbox": sandbox}
+               "arch": arch, "seed": seed, "sandbox": sandbox, "counters": counters}
         try:
             w.popen.stdin.write((json.dumps(job) + "\n").encode())
             w.popen.stdin.flush()
@@ -295,7 +295,7 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
                 job.stage = msg.get("stage", job.stage)
                 if job.stage == Stage.COMPILE:
                     job.deadline = now + compile_limit
-                elif job.stage == Stage.VERIFY:
+                elif job.stage in (Stage.VERIFY, Stage.COUNTERS):
                     job.deadline = now + run_limit
             elif event == "result":
                 job.result = msg

@@ -14,6 +14,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.claims import NOTE_KINDS, Flag
 from grader.contract import Contract
+from grader.counters import Counters
 from grader.device import GpuInfo
 from grader.errors import Stage
 from grader.model import ReportModel
@@ -60,7 +61,8 @@ class GradeReport(ReportModel):
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
     exercise's chain with the student's kernel in it (grader.chain: the student's part-3 rows beside the page's
-    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `kernel_output`
+    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds the DRAM and L2 bytes Nsight Compute
+    measured (grade --counters; grader.counters; never part of the verdict). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox)."""
 
@@ -93,9 +95,24 @@ class GradeReport(ReportModel):
     hints: list[str] = []
     chain: Table | None = None
     chain_note: str = ""
+    counters: Counters | None = None
     kernel_output: list[str] = []
     kernel_output_dropped: int = 0
     sandbox: str = ""
+
+
+def counters_text(c: Counters) -> list[str]:
+    """The counters' lines of the text report: a table of the profiled launches, then the findings."""
+    if c.unavailable:
+        return [f"Counters: not measured: {c.unavailable}", ""]
+    rows = [[k.label, f"{k.per_elem(k.dram_read):.3f}", f"{k.per_elem(k.dram_write):.3f}",
+             f"{k.dram_per_elem:.3f}", f"{k.per_elem(k.l2_bytes):.3f}" if k.l2_bytes is not None else "-"]
+            for k in c.kernels if k.dram_per_elem is not None]
+    out = [f"Counters ({c.tool}, one launch each at the benchmark shape, caches flushed; bytes per element; "
+           f"the model counts {c.model_bytes_per_elem:g}):",
+           tabulate(rows, headers=["launch", "DRAM read", "DRAM written", "DRAM total", "L2"], tablefmt="simple")]
+    out += [f"Counters: {f}" for f in c.findings]
+    return out + [""]
 
 
 def error_report(file: str, stage: Stage, reason: str, details: str = "", **fields) -> GradeReport:
@@ -160,6 +177,8 @@ def render_text(r: GradeReport) -> str:
         out.append("")
     elif r.chain_note:
         out.append(f"Note: {r.chain_note}")
+    if r.counters is not None:
+        out.extend(counters_text(r.counters))
     if r.kernel_output or r.kernel_output_dropped:
         out.append(f"Kernel output (printf from your kernel, not the grader; {len(r.kernel_output)} lines shown "
                    f"escaped, {r.kernel_output_dropped} more dropped):")

@@ -244,6 +244,8 @@ class Table(ReportModel):
     rows: list[TimedRow]
     matrix: tuple[int, int] | None = None
     """(rows, cols) of a row-grid table (the chain, the grade's benchmark)."""
+    copy_elements: int | None = None
+    """Floats each copy of the floor moved (the elements its bytes per element are per)."""
 
     def row(self, version: str) -> TimedRow:
         """The row labelled `version`. Raises KeyError if there is none."""
@@ -307,4 +309,4 @@ class TableTimer:
         rows += [row(label, copy_bytes, values_per_elem=exercise.COPY_FLOATS_PER_ELEMENT, is_floor=True)
                  for label in self.floor_names]
         return Table(name=name, shape=shape, elements=self.n, floor_version=floor_name, floor_gbs=floor_gbs,
-                     rows=rows, matrix=matrix)
+                     rows=rows, matrix=matrix, copy_elements=self.copy_floats)

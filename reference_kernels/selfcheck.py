@@ -24,6 +24,7 @@ from grader.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError, Submiss
 from grader.reference import gelu_gap
 from grader.timing import CopyFloor
 from reference_kernels import expected as ref
+from reference_kernels.counted import SuiteCounters, counters_text, suite_counters
 from reference_kernels.gates import Gate, StagedFusedMismatch, all_gates, gelu_gap_float32
 from reference_kernels.selfcheck_report import (
     Prediction, byte_counts, gap_text, gates_text, mismatch_text, predictions, predictions_text, table_text,
@@ -49,6 +50,7 @@ class SelfcheckResult(BaseModel):
     gap_float64: tuple[float, float]
     gap_float32: tuple[float, float] | None = None
     predictions: list[Prediction] = []
+    counters: SuiteCounters | None = None
 
     @property
     def passed(self) -> bool:
@@ -106,6 +108,9 @@ def parser() -> argparse.ArgumentParser:
                         f"{ref.LONG_CONTEXT_BASE:g})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the gates' inputs (default {DEFAULT_SEED})")
     p.add_argument("--json", metavar="PATH", help="also write every result as JSON to PATH")
+    p.add_argument("--counters", action="store_true",
+                   help="also measure every kernel's DRAM bytes per element with Nsight Compute (ncu) and settle the "
+                        "page's two cache assumptions (the bias row, the RoPE tables)")
     p.add_argument("--arch", default=DEFAULT_ARCH,
                    help=f"compile target when no GPU is present (default {DEFAULT_ARCH})")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
@@ -141,6 +146,9 @@ def main(argv: list[str]) -> int:
     except SubmissionError as err:
         print(f"grade selfcheck: a reference kernel failed on the GPU: {err}", file=sys.stderr)
         return EXIT_FAIL
+    if args.counters and result.passed:
+        result.counters = suite_counters(device=args.device)
+        print(counters_text(result.counters) + "\n", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             f.write(result.model_dump_json(indent=2))

@@ -53,10 +53,11 @@ def _bench_elements(gpu: Gpu, buffers: int) -> tuple[int, int]:
 
 
 def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
-               layout: str = "bshd", base: float = ref.DEFAULT_BASE, elements: int | None = None) -> Table:
+               layout: str = "bshd", base: float = ref.DEFAULT_BASE, elements: int | None = None,
+               shd: tuple[int, int, int] = ROPE_BENCH, name: str = "RoPE") -> Table:
     """Time the four RoPE kernels at both widths on one layout. `elements` (per tensor) defaults to the
-    benchmark size; B is chosen to reach it at S, H, D = ROPE_BENCH (S shrinks if one batch is too many)."""
-    s, h, d = ROPE_BENCH
+    benchmark size; B is chosen to reach it at S, H, D = `shd` (S shrinks if one batch is too many)."""
+    s, h, d = shd
     if elements is None:
         rows, cols = _bench_elements(gpu, 4)
         elements = rows * cols
@@ -77,7 +78,7 @@ def rope_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
         versions = [v for w in WIDTHS for v in rope_versions(w).values()]
         launches = {v.label: make_launch(gpu, loaded, v, {**big, **tabs}, scalars, 1, n) for v in versions}
         dims = f"B={b} S={s} H={h} D={d}" if layout == "bshd" else f"B={b} H={h} S={s} D={d}"
-        return _time_table(gpu, floor, "RoPE", f"{layout.upper()} {dims}, base {base:g}, {n * 4 / 2**30:.2f} GiB "
+        return _time_table(gpu, floor, name, f"{layout.upper()} {dims}, base {base:g}, {n * 4 / 2**30:.2f} GiB "
                            "per tensor", n, versions, launches, big["q"], big["qOut"], n, settings)
     finally:
         for buf in (*big.values(), *tabs.values()):

@@ -13,7 +13,7 @@ LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.model", "grader.directives"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference"],
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
@@ -21,14 +21,14 @@ LAYERS = [
     ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
     ["grader.measure", "grader.chain", "grader.report"],
-    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog"],
+    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled"],
     # a class: one worker process per submission, the pool of them, the batch command
     ["grader.worker", "grader.gradebook", "grader.pool"],
     ["grader.batch"],
     # the reference kernels' self-check, built on the grader's launch, check and measure layers
     ["reference_kernels.expected"],
     ["reference_kernels.gates", "reference_kernels.timed"],
-    ["reference_kernels.selfcheck_report"],
+    ["reference_kernels.selfcheck_report", "reference_kernels.counted"],
     ["reference_kernels.selfcheck"],
     # entry points
     ["grader.cli"],

@@ -1,0 +1,248 @@
+"""Hardware counters: the DRAM and L2 bytes a kernel really moved, measured by Nsight Compute, beside the byte
+model (`grade FILE --counters`, `grade batch --counters`, `grade selfcheck --counters`).
+
+The course page: "That is an assumption about the cache, not an arithmetic fact, and Nsight Compute counters
+are what settle it." One profiled launch of each kernel, in a child process run under `ncu` (found on PATH,
+under CUDA_HOME/CUDA_PATH, or in the usual install folders), with caches flushed before each launch
+(`--cache-control all`), so every byte the kernel needs comes from DRAM once:
+
+  dram__bytes_read.sum, dram__bytes_write.sum   bytes read from and written to DRAM
+  lts__t_bytes.sum                              bytes through the L2 (every request the SMs make of it)
+
+The child (`python -m grader.profiled FILE --rows R --cols C`) compiles the submission (sandboxed, as always),
+fills x and bias at the benchmark shape, then launches the submission once and the 16-byte copy once. The
+counters never change a verdict; without `ncu`, or without permission to read the counters, the report says
+why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver's RmProfilingAdminOnly=0).
+
+Findings, against the byte model (grader.exercise: x read once, out written once, 8 bytes per element; the
+bias is one cols-float row read from cache):
+- measured over the model by more than MODEL_SLACK: which side (reads or writes) and the usual causes;
+- measured under what a correct kernel must move (reads and writes of 4 bytes per element each, less
+  UNDER_SLACK): a kernel that skips work, or a measurement that did not see the launch.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from glob import glob
+from pathlib import Path
+
+from grader import exercise
+from grader.model import ReportModel
+
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
+MODEL_SLACK = 0.05
+"""Measured bytes per element may pass the model by this share before it is a finding (DRAM refresh, ECC and
+the bias row's one read add well under 1% at the benchmark shape)."""
+UNDER_SLACK = 0.05
+"""A kernel that reads or writes less than (1 - UNDER_SLACK) x 4 bytes per element cannot be correct."""
+TIMEOUT_S = 120.0
+"""Longest the profiled child may run (start-up, compile, one profiled launch of each kernel)."""
+SEARCH = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
+          "/usr/local/NVIDIA-Nsight-Compute*/ncu")
+"""Where `ncu` is looked for after PATH, CUDA_HOME and CUDA_PATH."""
+
+_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12, "kibyte": 2**10, "mibyte": 2**20,
+          "gibyte": 2**30}
+
+
+class CountersUnavailable(Exception):
+    """The counters cannot be read here; `str(err)` is the one-line reason (no ncu, no permission, ...)."""
+
+
+class KernelCounters(ReportModel):
+    """What one profiled launch moved: `label` (the version), the kernel's name as ncu gives it, elements of
+    its output, DRAM bytes read and written, and L2 bytes (None where ncu gave no value)."""
+
+    label: str
+    kernel: str
+    elements: int
+    dram_read: float | None = None
+    dram_write: float | None = None
+    l2_bytes: float | None = None
+
+    def per_elem(self, value: float | None) -> float | None:
+        """`value` (bytes) per element of the output."""
+        return None if value is None or not self.elements else value / self.elements
+
+    @property
+    def dram_per_elem(self) -> float | None:
+        """DRAM bytes read plus written per element."""
+        if self.dram_read is None or self.dram_write is None:
+            return None
+        return self.per_elem(self.dram_read + self.dram_write)
+
+
+class Counters(ReportModel):
+    """The counters of a grading: the tool, each profiled launch, the model's bytes per element, findings, and
+    `unavailable` (the reason) when nothing could be measured."""
+
+    tool: str = ""
+    kernels: list[KernelCounters] = []
+    model_bytes_per_elem: float = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    findings: list[str] = []
+    unavailable: str = ""
+
+
+def find_ncu() -> str | None:
+    """The path of Nsight Compute's `ncu`: PATH, then $CUDA_HOME/bin, $CUDA_PATH/bin, then SEARCH; None if absent."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if root and os.access(os.path.join(root, "bin", "ncu"), os.X_OK):
+            return os.path.join(root, "bin", "ncu")
+    for pattern in SEARCH:
+        for path in sorted(glob(pattern), reverse=True):
+            if os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIMEOUT_S,
+            ncu: str | None = None) -> tuple[str, list[dict[str, str]]]:
+    """Run `child` (an argv) under ncu, each kernel launch whose name matches the regular expression `kernels`
+    (every launch when None) profiled once with caches flushed; returns ncu's
+    version line and one dict per profiled launch, in launch order (keys: "Kernel Name", the METRICS as
+    "name" -> value in bytes as text). Raises CountersUnavailable with the reason."""
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise CountersUnavailable("no Nsight Compute here (`ncu` not on PATH, CUDA_HOME or the usual folders); "
+                                  "install the CUDA toolkit's Nsight Compute to measure bytes")
+    with tempfile.TemporaryDirectory(prefix="grade-ncu-") as tmp:
+        log = Path(tmp) / "ncu.csv"
+        cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--cache-control", "all",
+               "--metrics", ",".join(METRICS), "--log-file", str(log),
+               *(["--kernel-name", f"regex:{kernels}"] if kernels else []), *child]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise CountersUnavailable(f"ncu did not finish within {timeout_s:.0f} s") from None
+        except OSError as err:
+            raise CountersUnavailable(f"ncu could not be started ({err.strerror or err})") from None
+        text = log.read_text(errors="replace") if log.exists() else ""
+        problem = _ncu_problem(text + "\n" + p.stdout + "\n" + p.stderr)
+        if problem:
+            raise CountersUnavailable(problem)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
+            raise CountersUnavailable(f"the profiled run failed (exit {p.returncode}: {last[:200]})")
+        version = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return _version(version), parse_csv(text)
+
+
+def _ncu_problem(text: str) -> str:
+    """The reason in ncu's output that counters cannot be read, or ""."""
+    if "ERR_NVGPUCTRPERM" in text:
+        return ("no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM): profiling needs root "
+                "or the driver option NVreg_RestrictProfilingToAdminUsers=0")
+    for line in text.splitlines():
+        if line.startswith("==ERROR=="):
+            return f"ncu: {line.removeprefix('==ERROR==').strip()[:200]}"
+    return ""
+
+
+def _version(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return "ncu " + (lines[-1].removeprefix("Version ") if lines else "?")
+
+
+def parse_csv(text: str) -> list[dict[str, str]]:
+    """The rows of ncu's `--csv --page raw` output (one per profiled launch, after the header and the units
+    row), values scaled to base units (bytes) where the units row names a multiple. Lines ncu writes that
+    are not CSV (`==PROF==`, the program's own output) are skipped."""
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    if not lines:
+        return []
+    reader = list(csv.reader(io.StringIO("\n".join(lines))))
+    header = reader[0]
+    units = reader[1] if len(reader) > 1 and not reader[1][0].strip().isdigit() else None
+    rows = []
+    for raw in reader[2 if units else 1:]:
+        row = dict(zip(header, raw))
+        if units:
+            for name, unit in zip(header, units):
+                scale = _UNITS.get(unit.strip().lower())
+                if name in METRICS and scale and scale != 1 and _number(row.get(name)) is not None:
+                    row[name] = repr(_number(row[name]) * scale)
+        rows.append(row)
+    return rows
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(str(text).replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCounters:
+    """KernelCounters of one parsed ncu row."""
+    return KernelCounters(label=label, kernel=row.get("Kernel Name", "?"), elements=elements,
+                          dram_read=_number(row.get(METRICS[0])), dram_write=_number(row.get(METRICS[1])),
+                          l2_bytes=_number(row.get(METRICS[2])))
+
+
+# --- the submission ----------------------------------------------------------------------------------------
+def submission_counters(path: str, rows: int | None, cols: int | None, arch: str | None = None,
+                        device: int = 0) -> Counters:
+    """Profile one launch of the submission at `path` and one of the 16-byte copy at rows x cols (the graded
+    benchmark shape) in a child process under ncu; return the counters and findings. Never raises: when the
+    counters cannot be read, `unavailable` says why (rows None: the kernel was not timed)."""
+    if not rows or not cols:
+        return Counters(unavailable="the kernel was not timed (only a correct, timed kernel is profiled)")
+    child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--rows", str(rows),
+             "--cols", str(cols), "--device", str(device)] + (["--arch", arch] if arch else [])
+    try:
+        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4")
+    except CountersUnavailable as err:
+        return Counters(unavailable=str(err))
+    n = rows * cols
+    picked = {"yours": None, "copy": None}
+    for row in rows_:
+        name = row.get("Kernel Name", "")
+        if name.startswith(exercise.KERNEL_NAME) and picked["yours"] is None:
+            picked["yours"] = kernel_counters(exercise.KERNEL_NAME, row, n)
+        elif name.startswith("copyVec4") and picked["copy"] is None:
+            picked["copy"] = kernel_counters("copy, 16 B/thread", row, n)
+    kernels = [k for k in picked.values() if k is not None]
+    if picked["yours"] is None:
+        return Counters(tool=tool, kernels=kernels, unavailable="ncu profiled no launch of the submission's kernel")
+    return Counters(tool=tool, kernels=kernels, findings=findings(picked["yours"], picked["copy"]))
+
+
+def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
+    """What the counters say of the byte model (module docstring)."""
+    model = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    side = model / 2
+    read, write = yours.per_elem(yours.dram_read), yours.per_elem(yours.dram_write)
+    if read is None or write is None:
+        return ["ncu gave no DRAM byte counts for the kernel"]
+    out = []
+    total = read + write
+    copy_text = ""
+    if copy is not None and copy.dram_per_elem is not None:
+        copy_text = f"; the 16-byte copy moved {copy.dram_per_elem:.2f}"
+    out.append(f"DRAM: {read:.2f} bytes read and {write:.2f} written per element, {total:.2f} in all, against the "
+               f"model's {model:g} ({total / model:.3f} of it){copy_text}")
+    if read > side * (1 + MODEL_SLACK):
+        out.append(f"reads exceed the model ({read:.2f} > {side:g} bytes per element): x is read more than once, "
+                   "or loads use only part of each 32-byte sector they fetch (strided or misaligned access), or "
+                   "the bias is fetched from DRAM per element (an index that defeats the cache)")
+    if write > side * (1 + MODEL_SLACK):
+        out.append(f"writes exceed the model ({write:.2f} > {side:g} bytes per element): out is written more than "
+                   "once, or stores fill only part of each 32-byte sector (partial writes DRAM must merge)")
+    if read < side * (1 - UNDER_SLACK) or write < side * (1 - UNDER_SLACK):
+        out.append(f"fewer bytes than a correct kernel must move ({read:.2f} read, {write:.2f} written per element, "
+                   f"at least {side * (1 - UNDER_SLACK):.2f} each): a kernel that skips work, or a measurement "
+                   "that missed it; the verdict rests on the checked outputs, not on this")
+    l2 = yours.per_elem(yours.l2_bytes)
+    if l2 is not None:
+        out.append(f"L2: {l2:.2f} bytes per element through the L2 ({l2 / total:.2f} x the DRAM bytes)")
+    return out

@@ -1,0 +1,133 @@
+"""Hardware counters (grader.counters) without a GPU: finding ncu, reading its CSV, the findings against the
+byte model, the reasons given when counters cannot be read, and a stand-in ncu run end to end."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import counters
+from grader.counters import (CountersUnavailable, KernelCounters, findings, find_ncu, parse_csv, run_ncu,
+                             submission_counters)
+from grader.report import GradeReport, render_text
+
+DATA = Path(__file__).parent / "data" / "ncu"
+N = 61440 * 4096
+
+
+def test_ncus_raw_csv_is_read_with_its_units():
+    rows = parse_csv((DATA / "raw.csv").read_text())
+    assert [r["Kernel Name"] for r in rows] == ["biasGeluFused", "copyVec4"]
+    k = counters.kernel_counters("biasGeluFused", rows[0], N)
+    assert k.dram_read == 1_007_681_536 and k.dram_write == 983_040_000 and k.l2_bytes == pytest.approx(2.02e9)
+    assert k.dram_per_elem == pytest.approx((1_007_681_536 + 983_040_000) / N)
+
+
+def kc(read, write, l2=None, n=1000):
+    return KernelCounters(label="k", kernel="k", elements=n, dram_read=read * n, dram_write=write * n,
+                          l2_bytes=None if l2 is None else l2 * n)
+
+
+def test_a_kernel_that_moves_the_model_has_no_complaint():
+    out = findings(kc(4.0, 3.9, l2=8.1), kc(4.0, 4.0))
+    assert len(out) == 2 and "7.90 in all, against the model's 8 (0.988 of it)" in out[0]
+    assert out[1].startswith("L2: 8.10 bytes per element")
+
+
+@pytest.mark.parametrize("read, write, words", [
+    (8.0, 4.0, "reads exceed the model"),
+    (4.0, 6.0, "writes exceed the model"),
+    (4.0, 2.0, "fewer bytes than a correct kernel must move"),
+    (0.5, 4.0, "a kernel that skips work"),
+])
+def test_findings_name_the_side_and_the_causes(read, write, words):
+    assert any(words in f for f in findings(kc(read, write), None))
+
+
+def test_no_ncu_is_one_line_not_an_error(monkeypatch):
+    monkeypatch.setattr(counters, "find_ncu", lambda: None)
+    c = submission_counters("s.cu", 10, 1024)
+    assert c.unavailable.startswith("no Nsight Compute here") and c.kernels == []
+    assert submission_counters("s.cu", None, None).unavailable.startswith("the kernel was not timed")
+    text = render_text(GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96", counters=c))
+    assert "Counters: not measured: no Nsight Compute here" in text
+
+
+def test_ncu_is_found_on_path_and_under_cuda_home(tmp_path, monkeypatch):
+    tool = fake_ncu(tmp_path / "bin", "exit 0")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert find_ncu() == str(tool)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert find_ncu() == str(tool)
+
+
+def fake_ncu(folder: Path, body: str) -> Path:
+    """A stand-in `ncu`: copies tests/data/ncu/raw.csv to its --log-file, or does `body`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / "ncu"
+    tool.write_text(f"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0"; exit 0; fi
+log=""
+while [ $# -gt 0 ]; do if [ "$1" = "--log-file" ]; then log="$2"; fi; shift; done
+{body}
+""")
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    return tool
+
+
+def test_a_stand_in_ncu_run_end_to_end(tmp_path):
+    tool = fake_ncu(tmp_path, f'cp "{DATA / "raw.csv"}" "$log"; exit 0')
+    version, rows = run_ncu([sys.executable, "-c", "pass"], kernels="biasGeluFused", ncu=str(tool))
+    assert version == "ncu 2025.3.1.0" and len(rows) == 2
+
+
+@pytest.mark.parametrize("body, words", [
+    ('echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission" >&2; exit 1', "no permission"),
+    ('echo "==ERROR== Failed to find any kernel" > "$log"; exit 0', "ncu: Failed to find any kernel"),
+    ('echo "Traceback: boom" >&2; exit 3', r"the profiled run failed \(exit 3"),
+])
+def test_reasons_when_counters_cannot_be_read(tmp_path, body, words):
+    tool = fake_ncu(tmp_path, body)
+    with pytest.raises(CountersUnavailable, match=words):
+        run_ncu([sys.executable, "-c", "pass"], ncu=str(tool))
+
+
+def test_submission_counters_with_a_stand_in_ncu(tmp_path, monkeypatch):
+    tool = fake_ncu(tmp_path, f'cp "{DATA / "raw.csv"}" "$log"; exit 0')
+    monkeypatch.setattr(counters, "find_ncu", lambda: str(tool))
+    c = submission_counters("submissions/gold_float4.cu", 61440, 4096)
+    assert [k.label for k in c.kernels] == ["biasGeluFused", "copy, 16 B/thread"] and not c.unavailable
+    assert c.findings[0].startswith("DRAM: 4.00 bytes read and 3.91 written per element")
+    text = render_text(GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96", counters=c))
+    assert "Counters (ncu 2025.3.1.0" in text and "DRAM total" in text
+
+
+def test_the_self_checks_launches_are_matched_in_order_and_settle_the_assumptions():
+    from reference_kernels.counted import counters_text, suite_counters_from
+
+    def row(name, read, write, n):
+        return {"Kernel Name": name, "dram__bytes_read.sum": str(read * n), "dram__bytes_write.sum": str(write * n),
+                "lts__t_bytes.sum": str((read + write) * n)}
+
+    n = 1000
+    plan = [{"table": "RoPE", "label": "ropeInterleaved<4>", "kernels": 1, "elements": n, "modeled": 8},
+            {"table": "RoPE long", "label": "ropeInterleaved<4>", "kernels": 1, "elements": n, "modeled": 8},
+            {"table": "chain", "label": "addBiasRow<4>", "kernels": 1, "elements": n, "modeled": 8},
+            {"table": "chain", "label": "staged chain<4>", "kernels": 3, "elements": n, "modeled": 28}]
+    rows = [row("fillUniform", 0, 4, n), row("ropeInterleaved", 4, 4, n), row("fillUniform", 0, 4, n),
+            row("ropeInterleaved", 5, 4, n), row("addBiasRow", 4, 4, n), row("addBiasRow", 4, 4, n),
+            row("applyGeluErf", 4, 4, n), row("addResidual", 8, 4, n)]
+    c = suite_counters_from("ncu 2025.3.1.0", rows, plan)
+    assert [v.measured for v in c.versions] == [8, 9, 8, 28]
+    assert c.get("chain", "staged chain<4>").kernels == ["addBiasRow", "applyGeluErf", "addResidual"]
+    bias, tables = c.findings
+    assert bias.held and tables.held and "the tables cost up to 1.00 bytes per element" in tables.measured
+    assert "held: the bias row is not DRAM traffic" in counters_text(c)
+    refuted = suite_counters_from("ncu", [row("ropeInterleaved", 4, 4, n), row("ropeInterleaved", 4, 4, n),
+                                          row("addBiasRow", 8, 4, n)], plan[:3])
+    assert not refuted.findings[0].held and "12.00 of 8" in refuted.findings[0].measured
