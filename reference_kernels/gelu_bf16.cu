@@ -25,27 +25,53 @@ __device__ __forceinline__ float geluTanhLlmc(float xi) {
 
 // The same function, GELU_tanh(x) = 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), written as
 // x * sigmoid(2u) = x / (1 + exp(-2u)) (since 1 + tanh(u) = 2 / (1 + exp(-2u))), with the hardware's
-// approximate exp (__expf: ex2.approx, one MUFU.EX2) and reciprocal (__fdividef: MUFU.RCP). tanhf, exact to
-// float32, is a polynomial of some twenty instructions with branches; eight of them per thread make
-// geluTanhBf16 issue-bound on an H200 (0.65 of the copy floor). This form is a handful of instructions per
-// element. Accuracy: nothing cancels (the denominator is >= 1 and x is factored out), so its relative error
-// is a few float32 ulps plus the two approximations' (about 2^-21 each), thousands of times below bf16's
-// rounding step 2^-8; the self-check's gate measures it against float64 like the tanhf form's. In the far
-// tails exp overflows to inf and x / inf gives -0 (the limit); exp underflows to 0 and it gives x.
+// approximate exp (__expf: ex2.approx, one MUFU.EX2) and reciprocal (__fdividef: MUFU.RCP), and the
+// results rounded to bf16 two at a time by the hardware (cvt.rn.bf16x2.f32, sm_80 and later).
+// Why: tanhf, exact to float32, is a polynomial of some twenty instructions with branches, and the software
+// rounding another dozen per pair; with eight values per thread geluTanhBf16 is issue-bound on an H200, not
+// memory-bound. Measured there (benchmarks/bf16_variants.py, 503,316,480 values; ncu's instruction count):
+// tanhf form 0.653 of the copy floor (534.8 M warp instructions), sigmoid form with software rounding 0.852
+// (389.3 M), sigmoid form with hardware rounding 0.959 (279.2 M); sixteen values per thread instead of eight
+// is slower (0.875).
+// Accuracy: nothing cancels (the denominator is >= 1 and x is factored out), so the relative error is a few
+// float32 ulps plus the two approximations' (about 2^-21 each), thousands of times below bf16's rounding
+// step 2^-8, and the rounding is the same round-to-nearest-even as floatToBf16 for every finite value. The
+// self-check's gate measures it against float64 like the tanhf form's (on the H200: within 0.98 of the
+// tolerance, and no element rounded differently from the float64 result, against 0.2 to 0.3% for the tanhf
+// form). In the far tails exp overflows to inf and x / inf gives -0 (the limit); exp underflows to 0 and it
+// gives x.
 __device__ __forceinline__ float geluTanhSigmoid(float xi) {
     const float u = kGeluScale * (xi + 0.044715f * xi * xi * xi);
     return __fdividef(xi, 1.0f + __expf(-2.0f * u));
 }
 
-struct Llmc { __device__ float operator()(float x) const { return geluTanhLlmc(x); } };
-struct Sigmoid { __device__ float operator()(float x) const { return geluTanhSigmoid(x); } };
+// Two floats rounded to bf16 (nearest, ties to even) and packed, low half first: one cvt.rn.bf16x2.f32 where
+// the hardware has it (sm_80 and later), floatToBf16 twice elsewhere.
+__device__ __forceinline__ unsigned int packBf16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+    unsigned int r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return floatToBf16(lo) | (floatToBf16(hi) << 16);
+#endif
+}
+
+struct Llmc {
+    __device__ float operator()(float x) const { return geluTanhLlmc(x); }
+    __device__ unsigned int pack(float lo, float hi) const { return floatToBf16(lo) | (floatToBf16(hi) << 16); }
+};
+struct Sigmoid {
+    __device__ float operator()(float x) const { return geluTanhSigmoid(x); }
+    __device__ unsigned int pack(float lo, float hi) const { return packBf16x2(lo, hi); }
+};
 
 // Two packed bf16 in, two packed bf16 out.
 template <class F>
 __device__ __forceinline__ unsigned int gelu2(unsigned int w) {
     const float lo = F()(bf16ToFloat(w & 0xffffu));
     const float hi = F()(bf16ToFloat(w >> 16));
-    return floatToBf16(lo) | (floatToBf16(hi) << 16);
+    return F().pack(lo, hi);
 }
 
 // out[i] = bf16(F(float(in[i]))) for i < n. Thread t owns elements 8t .. 8t + 7: a whole group is one 16-byte
