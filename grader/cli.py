@@ -170,9 +170,11 @@ def _main(argv: list[str]) -> int:
         dog.stop()
         os.close(report_fd)
     if args.counters:
-        from grader.counters import submission_counters
+        from grader.counters import Counters, submission_counters, verdict_allows
 
-        report.counters = submission_counters(args.file, report.bench_rows, report.bench_cols, device=args.device)
+        why_not = verdict_allows(report)
+        report.counters = Counters(unavailable=why_not) if why_not else \
+            submission_counters(args.file, report.bench_rows, report.bench_cols, device=args.device)
     if args.format == "gradescope":
         _emit(json.dumps(gradescope_results(report), indent=2))
     else:

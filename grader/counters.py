@@ -190,20 +190,20 @@ def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCou
 
 
 # --- the submission ----------------------------------------------------------------------------------------
-def submission_counters(path: str, rows: int | None, cols: int | None, arch: str | None = None,
-                        device: int = 0) -> Counters:
+def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0) -> Counters:
     """Profile one launch of the submission at `path` and one of the 16-byte copy at rows x cols (the graded
-    benchmark shape) in a child process under ncu; return the counters and findings. Never raises: when the
-    counters cannot be read, `unavailable` says why (rows None: the kernel was not timed)."""
-    if not rows or not cols:
-        return Counters(unavailable="the kernel was not timed (only a correct, timed kernel is profiled)")
-    child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--rows", str(rows),
-             "--cols", str(cols), "--device", str(device)] + (["--arch", arch] if arch else [])
+    benchmark shape; None: the card's benchmark shape, for a kernel that was not timed) in a child process
+    under ncu; return the counters and findings. Never raises: when the counters cannot be read,
+    `unavailable` says why."""
+    child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--device", str(device)]
+    if rows and cols:
+        child += ["--rows", str(rows), "--cols", str(cols)]
     try:
         tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4")
     except CountersUnavailable as err:
         return Counters(unavailable=str(err))
-    n = rows * cols
+    launched = _launched(rows_)
+    n = launched or (rows or 0) * (cols or 0)
     picked = {"yours": None, "copy": None}
     for row in rows_:
         name = row.get("Kernel Name", "")
@@ -215,6 +215,27 @@ def submission_counters(path: str, rows: int | None, cols: int | None, arch: str
     if picked["yours"] is None:
         return Counters(tool=tool, kernels=kernels, unavailable="ncu profiled no launch of the submission's kernel")
     return Counters(tool=tool, kernels=kernels, findings=findings(picked["yours"], picked["copy"]))
+
+
+def _launched(rows: list[dict[str, str]]) -> int:
+    """Elements of the profiled launches: the "n" of the child's JSON line, which ncu's log does not hold, so
+    it is worked out from the copy's grid instead (copyVec4: one float4 per thread, 256 threads per block)."""
+    for row in rows:
+        if row.get("Kernel Name", "").startswith("copyVec4"):
+            grid = [int(v) for v in row.get("Grid Size", "").strip("()").split(",") if v.strip().isdigit()]
+            if grid:
+                return grid[0] * exercise.BLOCK * 4
+    return 0
+
+
+def verdict_allows(report) -> str:
+    """"" when `report`'s kernel can be profiled (it compiled, matched the launch and ran), else the reason
+    (a GradeReport; no GPU, a compile error, a refused or faulting kernel)."""
+    if report.verdict == "no-gpu":
+        return "no GPU here"
+    if report.compile is None or report.verdict == "error":
+        return f"the kernel did not run ({report.stage}: not profiled)"
+    return ""
 
 
 def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:

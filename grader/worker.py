@@ -138,11 +138,13 @@ def grade_job(job: dict, channel: Channel) -> None:
             sandbox.require()
         (work / name).write_bytes(_read_job_file(job))
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
-        if job.get("counters") and report.bench_rows:
-            from grader.counters import submission_counters
+        if job.get("counters"):
+            from grader.counters import Counters, submission_counters, verdict_allows
 
+            why_not = verdict_allows(report)
             clock(Stage.COUNTERS)
-            report.counters = submission_counters(name, report.bench_rows, report.bench_cols)
+            report.counters = Counters(unavailable=why_not) if why_not else \
+                submission_counters(name, report.bench_rows, report.bench_cols)
     except SandboxError as err:
         report = error(Stage.GRADER, f"{err}; the submission was not compiled")
     except InputError as err:
