@@ -265,7 +265,8 @@ def _add_flags_and_hints(report: GradeReport, compiled: Compiled, contract) -> N
     sub = next((t for t in report.table if t.version == exercise.KERNEL_NAME), None)
     scalar = next((t.gbs for t in report.table if t.version == FLOOR_SCALAR), None)
     report.hints += code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
-                               scalar_copy_gbs=scalar, floor_gbs=report.floor_gbs, floor_name=report.floor_version)
+                               scalar_copy_gbs=scalar, floor_gbs=report.floor_gbs, floor_name=report.floor_version,
+                               cubin=compiled.cubin, arch=compiled.arch)
     if report.verdict == "fail" and report.stage == "grade" and not report.hints:
         report.hints.append("correct but slow: look at your bias index first, then at the width of your loads "
                             "and stores (the page's Check)")
