@@ -67,6 +67,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -334,13 +335,16 @@ def command(tool: Disassembler, cubin_path: str) -> list[str]:
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """Kill the tool and anything it started (it leads its own process group on POSIX)."""
+    """Kill the tool and anything it started (it leads its own process group on POSIX). Only while it has
+    not been reaped: until then its id, the group's id, cannot name another process."""
+    if proc.poll() is not None:
+        return
     try:
         if os.name == "nt":
             proc.kill()
         else:
-            os.killpg(proc.pid, 9)
-    except (ProcessLookupError, PermissionError, OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # it ended meanwhile
         pass
 
 
@@ -391,8 +395,8 @@ def disassemble(cubin: bytes, tool: Disassembler, *, timeout_s: float | None = N
             reader.join(5)
             raise DisassemblyError(f"{tool.tool} ran for more than {timeout_s:g} s") from None
         reader.join(timeout_s)
-        _kill(proc)  # a child it left behind holding the pipe (the tool itself has exited)
-        reader.join(5)
+        if reader.is_alive():  # something the tool started still holds its output open: not waited for
+            raise DisassemblyError(f"{tool.tool}'s output did not end when it exited")
         proc.stdout.close()
         if over.is_set():
             raise DisassemblyError(f"{tool.tool} printed more than {max_bytes} bytes")
