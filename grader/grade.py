@@ -228,10 +228,12 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
 
 
 def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport) -> list[str]:
-    """Hints from the PTX (grader.hints), with the measured copies for the 4-byte-load hint."""
+    """Hints from the machine code, or the PTX without a disassembler (grader.hints), with the measured copies
+    for the 4-byte-load hint."""
     hints = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
                        scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
-                       floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None)
+                       floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None,
+                       cubin=compiled.cubin, arch=compiled.arch)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
         hints.append("correct but slow: look at your bias index first, then at the width of your loads "
                      "and stores (the page's Check)")

@@ -1,13 +1,22 @@
-"""Hints from the compiled code: what the submission's PTX says about the page's three classic mistakes.
+"""Hints from the compiled code: what the submission's machine code (or, without a disassembler, its PTX)
+says about the page's three classic mistakes, and about local memory and registers.
 
-Read from PTX, not SASS: SASS needs a disassembler (nvdisasm or cuobjdump) that is not part of the grader's
-dependencies (NVRTC from PyPI ships none; nvdisasm would be the separate `nvidia-cuda-nvdisasm` wheel), and
-PTX is what NVRTC gives on every machine, GPU or not (`Compiled.ptx`). PTX is NVVM's output before ptxas,
-so an integer division is still one `div`/`rem` instruction there (ptxas expands it later), loads still
-carry their width, and library calls such as tanhf are inlined as recognisable instruction sequences.
+From the machine code (SASS) where a disassembler is present (grader.sass: nvdisasm or cuobjdump, e.g. from
+`pip install ".[sass]"`) and `code_hints` is given the cubin: that is what the card runs. Each such hint says
+"(from the machine code)". SASS also gives what PTX cannot: the call to CUDA's 64-bit division routine
+(`__cuda_sm20_rem_u64`, ...) inside the kernel, local memory traffic (LDL/STL: spills or an array indexed at
+run time), the registers per thread, and a tanh or sigmoid built from exp (MUFU.EX2, +1, MUFU.RCP).
+grader.sass's docstring lists what NVRTC 13.5 emits and what each fact is.
+
+From the PTX otherwise (no disassembler, it failed, or no cubin given); each such hint says "(from the
+PTX)". PTX is what NVRTC gives on every machine, GPU or not (`Compiled.ptx`), but it is NVVM's output before
+ptxas, so it only shows what ptxas will be asked to do: an integer division is still one `div`/`rem`
+instruction there (ptxas expands it later), loads still carry their width, and library calls such as tanhf
+are inlined as recognisable instruction sequences.
 
 Only the submission's kernel is read: the body of its `.entry` and of every `.func` it calls (a
-`__noinline__` helper is a `.func`), never other kernels in the same file.
+`__noinline__` helper is a `.func`), never other kernels in the same file; in SASS, the kernel's function and
+the functions it calls.
 
 What NVRTC 13.5 (CUDA 13.5, sm_90, no fast-math, which is how the grader compiles) emits, as checked
 with `grader.compile.compile_kernels` on the kernels in tests/data/hints/:
@@ -29,7 +38,8 @@ with `grader.compile.compile_kernels` on the kernels in tests/data/hints/:
 
 The library constants depend on the NVRTC version; the tests compile tanh kernels with the NVRTC in use,
 so a change there fails a test instead of silently dropping the hint. `tanh.approx` and the 0.044715
-family do not depend on the version.
+family do not depend on the version. The same constants are matched in SASS, where ptxas writes them as
+decimal or hex immediates (grader.sass collects both); constants are compared with the sign bit cleared.
 
 Hints never change the verdict.
 """
@@ -40,7 +50,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-from grader import exercise
+from grader import exercise, sass
+from grader.sass import SassFacts
 
 SCALAR_COPY_SHORT = exercise.GOLD
 """The 4-byte-load hint is given when the one-float-per-thread copy reaches less than this fraction of the
@@ -58,7 +69,7 @@ TANHF_CONSTANTS = {
     0x3C80F082: "0.01574 (tanhf's polynomial)",
 }
 """Bit patterns of float immediates of NVRTC 13.5's inline tanhf that no other float math function uses
-(module docstring). Two or more of them in the kernel mean tanhf."""
+(module docstring). Two or more of them in the kernel mean tanhf (matched with the sign bit cleared)."""
 
 TANH_DOUBLE_CONSTANTS = {
     0x3FC111111110FA4A: "0.13333 (tanh's series)",
@@ -78,6 +89,18 @@ GELU_TANH_VALUES = {
 GELU_TANH_RTOL = 1e-5
 """Relative match for GELU_TANH_VALUES: float32 rounding of a constant or of a folded product is below
 1.2e-7 relative; other math functions' nearest constants are more than 1e-3 away."""
+
+REGISTERS_PER_SM = 65536
+"""32-bit registers of one SM, the same from sm_50 to sm_121 (CUDA C++ Programming Guide, compute capabilities)."""
+
+MAX_WARPS_PER_SM = {"sm_50": 64, "sm_52": 64, "sm_53": 64, "sm_60": 64, "sm_61": 64, "sm_62": 64, "sm_70": 64,
+                    "sm_72": 64, "sm_75": 32, "sm_80": 64, "sm_86": 48, "sm_87": 48, "sm_89": 48, "sm_90": 64,
+                    "sm_100": 64, "sm_103": 64, "sm_120": 48, "sm_121": 48}
+"""Resident warps per SM by architecture (same source); an arch not listed gets no register hint."""
+
+REGISTER_HINT_BELOW = 0.5
+"""The register hint is given when the registers per thread let an SM hold fewer than this fraction of the
+warps it could run (on sm_90: more than 64 registers per thread)."""
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
@@ -215,10 +238,19 @@ def _tanh_signs(body: str) -> tuple[str, ...]:
         signs.append(", ".join(approx))
     floats = {int(h, 16) for h in _FLOAT_IMM.findall(body)}
     doubles = {int(h, 16) for h in _DOUBLE_IMM.findall(body)}
-    hits = [what for c, what in TANHF_CONSTANTS.items() if c in floats]
+    return tuple(signs + _constant_signs(floats, doubles))
+
+
+def _constant_signs(floats: set[int] | frozenset[int], doubles: set[int] | frozenset[int]) -> list[str]:
+    """tanhf's and tanh(double)'s library constants and the tanh GELU's coefficients among the bit patterns
+    of float32 (`floats`) and float64 (`doubles`) immediates; signs are ignored."""
+    floats = {c & 0x7FFFFFFF for c in floats}
+    doubles = {c & 0x7FFFFFFFFFFFFFFF for c in doubles}
+    signs = []
+    hits = [what for c, what in TANHF_CONSTANTS.items() if c & 0x7FFFFFFF in floats]
     if len(hits) >= 2:
         signs.append("tanhf's inline expansion (constants " + ", ".join(h.split(" (")[0] for h in hits) + ")")
-    hits = [what for c, what in TANH_DOUBLE_CONSTANTS.items() if c in doubles]
+    hits = [what for c, what in TANH_DOUBLE_CONSTANTS.items() if c & 0x7FFFFFFFFFFFFFFF in doubles]
     if len(hits) >= 2:
         signs.append("tanh(double)'s inline expansion")
     values = [struct.unpack(">f", c.to_bytes(4, "big"))[0] for c in floats]
@@ -226,27 +258,95 @@ def _tanh_signs(body: str) -> tuple[str, ...]:
     for target, what in GELU_TANH_VALUES.items():
         if any(abs(abs(v) - target) <= GELU_TANH_RTOL * target for v in values):
             signs.append("the constant " + what)
+    return signs
+
+
+def sass_tanh_signs(facts: SassFacts) -> tuple[str, ...]:
+    """How a tanh (or a sigmoid built from exp) shows in the kernel's SASS: MUFU.TANH, the library constants
+    and GELU coefficients of _constant_signs, and MUFU.RCP of 1 + MUFU.EX2 (grader.sass.SassFacts)."""
+    signs = []
+    if facts.mufu_count("TANH"):
+        signs.append("MUFU.TANH, the hardware tanh (tanh.approx)")
+    signs += _constant_signs(facts.float_constants, facts.double_constants)
+    if facts.exp_reciprocals:
+        signs.append("1 / (1 + exp(...)): MUFU.EX2, then + 1, then MUFU.RCP, how tanhf, a hand-written tanh and "
+                     "a sigmoid compile")
     return tuple(signs)
 
 
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-               floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME) -> list[str]:
-    """Hints about the kernel `mangled` (its PTX entry name, `KernelInfo.mangled`) in the module PTX `ptx`.
+               floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME, cubin: bytes | None = None,
+               arch: str | None = None) -> list[str]:
+    """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
+    `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
+    found (grader.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
+    Each hint says which it came from: "(from the machine code...)" or "(from the PTX...)".
 
-    - An integer div/rem (any width: NVRTC emits rem.u64 for size_t, rem.s32 for int) gets the page's
-      "look at your bias index first" (Pitfalls: a flat index with i % cols is an integer division on every
-      element).
+    - An integer division by a run-time value gets the page's "look at your bias index first" (Pitfalls: a
+      flat index with i % cols is an integer division on every element). PTX: any div/rem (rem.u64 for
+      size_t, rem.s32 for int). SASS: a call to CUDA's division routine (__cuda_sm20_rem_u64, div_u64,
+      rem_s64, div_s64) or an inline one (I2F.U32.RP / I2F.RP, then MUFU.RCP).
     - Only 4-byte global loads, on a card where the one-float-per-thread copy (`scalar_copy_gbs`, GB/s =
       1e9 bytes/s) is below SCALAR_COPY_SHORT (0.90) of the copy floor (`floor_gbs`, the fastest copy,
       named `floor_name`), gets a hint quoting both bandwidths. Needs both numbers: with either None (no
       GPU) this hint is not given.
-    - A tanh (tanh.approx, tanhf's or tanh's inline expansion, or the tanh GELU's 0.044715) gets "the tanh
-      form is a different function", with the size of the gap (exercise.TANH_GAP_MAX at TANH_GAP_AT).
+    - A tanh (tanh.approx / MUFU.TANH, tanhf's or tanh's inline expansion, the tanh GELU's 0.044715; in SASS
+      also 1 / (1 + exp) as MUFU.EX2, +1, MUFU.RCP) gets "the tanh form is a different function", with the
+      size of the gap (exercise.TANH_GAP_MAX at TANH_GAP_AT).
+    - SASS only: local memory (LDL/STL: spills or a per-thread array indexed at run time), and registers per
+      thread that let an SM hold fewer than REGISTER_HINT_BELOW of its warps (MAX_WARPS_PER_SM of `arch`, or
+      of the arch the listing names).
 
-    Pure: reads text and numbers only. Returns [] when `mangled` is not an entry of `ptx`. Hints never change
-    the verdict.
+    Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.sass). Returns
+    [] when `mangled` is not an entry of `ptx` (and not in the cubin's code). Hints never change the verdict.
     """
-    facts = ptx_facts(ptx, mangled)
+    facts = sass.sass_facts(cubin, mangled) if cubin else None
+    if facts is not None:
+        return sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
+                          kernel=kernel, arch=arch)
+    return ptx_hints(ptx_facts(ptx, mangled), scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs,
+                     floor_name=floor_name, kernel=kernel)
+
+
+FROM_SASS = "from the machine code"
+FROM_PTX = "from the PTX"
+
+_BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer division on every element, and a "
+              "kernel this close to the copy floor has nothing to hide it behind. Use the page's row grid "
+              "(blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so bias[col] needs no division.")
+
+
+def _loads_hint(kernel: str, source: str, ops: str, scalar_copy_gbs: float, floor_gbs: float,
+                floor_name: str | None) -> str:
+    name = f" ({floor_name})" if floor_name else ""
+    return (
+        f"every global load in {kernel} is 4 bytes wide ({source}: {ops}). On this card the one-float-per-thread "
+        f"copy reaches {scalar_copy_gbs:.0f} GB/s and the copy floor{name} {floor_gbs:.0f} GB/s "
+        f"({scalar_copy_gbs / floor_gbs:.2f} of it): a kernel whose loads are all 4 bytes wide runs at about "
+        "the first and is graded against the second. Load and store 16 bytes per thread (float4: "
+        "rows are 16-byte aligned when cols % 4 == 0), with a scalar path for other shapes."
+    )
+
+
+def _slow_scalar_copy(scalar_copy_gbs: float | None, floor_gbs: float | None) -> bool:
+    return scalar_copy_gbs is not None and bool(floor_gbs) and scalar_copy_gbs < SCALAR_COPY_SHORT * floor_gbs
+
+
+def _tanh_hint(kernel: str, source: str, signs: tuple[str, ...], sigmoid_too: bool = False) -> str:
+    return (
+        f"{kernel} looks like the tanh GELU{' or a sigmoid GELU' if sigmoid_too else ''} ({source}; found: "
+        f"{'; '.join(signs)}). The tanh GELU, "
+        "0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), is a different function from the exact GELU "
+        "0.5 v (1 + erf(v / sqrt(2))) the exercise asks for, not a cheaper way to compute it: they differ "
+        f"by up to {exercise.TANH_GAP_MAX:.2e} at |v| = {exercise.TANH_GAP_AT:.3f}, in double precision too"
+        + ("; a sigmoid GELU such as v sigmoid(1.702 v) differs by more" if sigmoid_too else "")
+        + ". Use erff."
+    )
+
+
+def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
+              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME) -> list[str]:
+    """code_hints from PtxFacts (the module docstring says what each one reads)."""
     hints: list[str] = []
     if not facts.found:
         return hints
@@ -254,29 +354,87 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
         ops = ", ".join(facts.int_divisions)
         wide = any(op.endswith("64") for op in facts.int_divisions)
         hints.append(
-            f"look at your bias index first: {kernel} does an integer division ({ops} in its PTX"
+            f"look at your bias index first ({FROM_PTX}): {kernel} does an integer division ({ops} in its PTX"
             + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
-            + "). The page's pitfall: a flat index with i % cols costs an integer division on every element, "
-            "and a kernel this close to the copy floor has nothing to hide it behind. Use the page's row grid "
-            "(blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so bias[col] needs no division."
+            + "). " + _BIAS_TAIL
         )
-    if (facts.only_4_byte_loads and scalar_copy_gbs is not None and floor_gbs
-            and scalar_copy_gbs < SCALAR_COPY_SHORT * floor_gbs):
+    if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = ", ".join(g.opcode for g in facts.global_loads)
-        name = f" ({floor_name})" if floor_name else ""
-        hints.append(
-            f"every global load in {kernel} is 4 bytes wide ({ops}). On this card the one-float-per-thread "
-            f"copy reaches {scalar_copy_gbs:.0f} GB/s and the copy floor{name} {floor_gbs:.0f} GB/s "
-            f"({scalar_copy_gbs / floor_gbs:.2f} of it): a kernel whose loads are all 4 bytes wide runs at about "
-            "the first and is graded against the second. Load and store 16 bytes per thread (float4: "
-            "rows are 16-byte aligned when cols % 4 == 0), with a scalar path for other shapes."
-        )
+        hints.append(_loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name))
     if facts.tanh:
+        hints.append(_tanh_hint(kernel, FROM_PTX, facts.tanh))
+    return hints
+
+
+def _ops(ops) -> str:
+    return ", ".join(f"{m.count} x {m.opcode}" for m in ops)
+
+
+def register_limited_warps(registers: int, arch: str | None) -> tuple[int, int] | None:
+    """(warps one SM can hold at `registers` per thread, warps it can run at most) for `arch`; None for an
+    arch not in MAX_WARPS_PER_SM. Registers are allocated per warp in units of 256 (8 per thread)."""
+    most = MAX_WARPS_PER_SM.get(arch or "")
+    if most is None or registers <= 0:
+        return None
+    per_warp = -(-registers // 8) * 8 * 32
+    return min(most, REGISTERS_PER_SM // per_warp), most
+
+
+def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
+               floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
+               arch: str | None = None) -> list[str]:
+    """code_hints from SassFacts (grader.sass): the same three hints as ptx_hints, read from the machine
+    code, then local memory and registers. `arch` (default: the arch the listing names) picks the SM's
+    warp limit for the register hint."""
+    hints: list[str] = []
+    if facts.int_division:
+        if facts.division_routines:
+            sizes = dict(facts.function_sizes)
+            parts = []
+            for r in facts.division_routines:
+                size = next((n for f, n in sizes.items() if f.endswith(r)), None)
+                what = ("remainder" if "_rem_" in r else "division") + (" (64-bit" if r.endswith("64") else " (")
+                what += (", signed)" if r[-3] == "s" else ", unsigned)")
+                parts.append(f"a call to {r}, CUDA's integer {what} routine"
+                             + (f" of {size} instructions" if size else ""))
+            evidence = "; ".join(parts)
+        elif facts.wide_division:
+            evidence = "CUDA's 64-bit integer division routine, which starts with I2F.U64.RP"
+        else:
+            evidence = (", ".join(facts.division_sequences) + " then MUFU.RCP: an inline 32-bit integer division "
+                        "of about 20 instructions")
         hints.append(
-            f"{kernel} looks like the tanh GELU (found: {'; '.join(facts.tanh)}). The tanh GELU, "
-            "0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), is a different function from the exact GELU "
-            "0.5 v (1 + erf(v / sqrt(2))) the exercise asks for, not a cheaper way to compute it: they differ "
-            f"by up to {exercise.TANH_GAP_MAX:.2e} at |v| = {exercise.TANH_GAP_AT:.3f}, in double precision "
-            "too. Use erff."
+            f"look at your bias index first ({FROM_SASS}): {kernel} divides by a value known only at run time "
+            f"({evidence}). " + _BIAS_TAIL
+        )
+    if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
+        ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")
+        hints.append(_loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name))
+    signs = sass_tanh_signs(facts)
+    if signs:
+        only_exp = facts.exp_reciprocals and len(signs) == 1
+        hints.append(_tanh_hint(kernel, FROM_SASS, signs, sigmoid_too=bool(only_exp)))
+    if facts.local_loads or facts.local_stores:
+        frame = f", a {facts.stack_frame}-byte stack frame per thread" if facts.stack_frame else ""
+        regs = f" and {facts.registers} registers" if facts.registers else ""
+        hints.append(
+            f"{kernel} uses local memory ({FROM_SASS}): {facts.local_loads} local load and {facts.local_stores} "
+            f"local store instructions (LDL, STL){frame}{regs}. Local memory is per-thread memory in DRAM "
+            "behind the caches: registers that ptxas spilled (the compile report's spill stores and loads), "
+            "or an array indexed with a value known only at run time, such as the counter of a loop that is "
+            "not unrolled. Either way it is traffic on top of the 8 bytes per element this kernel must move. "
+            "Index per-thread arrays only with constants (#pragma unroll over a fixed count) and keep few "
+            "values live per thread."
+        )
+    target = arch or facts.arch
+    limit = register_limited_warps(facts.registers, target) if facts.registers else None
+    if limit and limit[0] < REGISTER_HINT_BELOW * limit[1]:
+        warps, most = limit
+        hints.append(
+            f"{kernel} uses {facts.registers} registers per thread ({FROM_SASS}): an SM's {REGISTERS_PER_SM:,} "
+            f"registers then hold at most {warps} warps ({warps * 32} threads) of the {most} an {target} SM can "
+            "run. A kernel that streams memory relies on many warps to keep loads in flight; values held per "
+            "thread (a large array, many elements per thread loaded before any is stored) cost registers. "
+            "Move a few 16-byte vectors per thread at a time."
         )
     return hints
