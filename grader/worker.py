@@ -167,7 +167,7 @@ def grade_job(job: dict, channel: Channel) -> None:
     phases = clock.phases
     report.file = job.get("display", name)
     phases["total"] = time.perf_counter() - t0
-    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in PROGRESS))
+    phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in (*PROGRESS, Stage.COUNTERS)))
     channel.send_raw('{"event": "result", "phases": %s, "report": %s}' % (json.dumps(phases), report.model_dump_json()))
 
 
