@@ -37,6 +37,7 @@ a host function (`main`, or any function not marked `__device__` or `__global__`
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ LINE_PLACEHOLDER = "#pragma grader_line"
 """Stands where a `#line` directive goes while the extracted text is scanned (the lexer refuses `#line`)."""
 
 _TOKEN = re.compile("|".join((
+    r"(?P<p1>[{}()\[\];,=*&+!?~^|>])",  # punctuators that start no longer token: the common case first
     r"(?P<nl>\n)",
     r"(?P<skip>[ \t\f\v]+|//[^\n]*|/\*[\s\S]*?\*/)",
     r'(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\ \t\v\f\n"]{0,16})\([\s\S]*?\)(?P=delim)"(?:[A-Za-z_]\w*)?)',
@@ -59,7 +61,7 @@ _TOKEN = re.compile("|".join((
     r"(?P<id>[A-Za-z_]\w*)",
     r"(?P<p>::|->|<%|%>|%:|[\s\S])",
 )), re.ASCII)
-_KIND = {"raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "p": "p"}
+_KIND = {"p1": "p", "raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "p": "p"}
 
 _OPEN, _CLOSE = ("{", "<%"), ("}", "%>")
 _CONDITIONALS = frozenset({"if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef"})
@@ -93,6 +95,7 @@ _TYPE_WORDS = frozenset({"void", "bool", "char", "short", "int", "long", "float"
                          "__nv_bfloat16", "__nv_bfloat162"})
 _VECTOR_TYPE = re.compile(r"u?(?:char|short|int|long|longlong)[1-4]|(?:float|double)[1-4]", re.ASCII)
 _MAX_KERNEL_DEFINITIONS = 16
+_BLANKS = re.compile(r"[ \t\f\v\n]*")
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,8 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> Extract
     """
     strict = scan(text)
     if strict.refusal is None:
+        if "(" not in strict.normalized:  # no function at all, so no host function (the hostile case: braces)
+            return Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False)
         program = _Program(strict, name, kernel)
         if not program.split_ok or not program.has_host_code:
             return Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False)
@@ -206,7 +211,7 @@ class _Unsplittable(Exception):
         self.token, self.what = token, what
 
 
-@dataclass
+@dataclass(slots=True)
 class _Decl:
     """One declaration (or directive, or the opening or closing brace of a block) of the program: tokens
     first..last (inclusive) of the live token list."""
@@ -215,9 +220,9 @@ class _Decl:
     last: int
     kind: str  # 'function' (with a body) | 'declaration' (ends at ;) | 'directive' | 'open' | 'close'
     parent: int | None = None  # the enclosing block's 'open' declaration
-    body: int = -1  # 'function': the token of its body's `{`
-    inside: int | None = None  # 'directive' inside another declaration: that declaration
     node: tuple | None = None  # the #if branches around it: (group, branch, parent node)
+    body: int = -1  # 'function': the token of its body's `{`
+    inside: int | None = None  # a directive inside another declaration: that declaration
     names: tuple[str, ...] = ()
     kind_name: str = ""  # Part.kind: 'kernel' | 'function' | 'variable' | 'macro' | 'type' | ''
     device: bool = False  # may be compiled by NVRTC (device code, a constant, a macro, a type)
@@ -227,11 +232,15 @@ class _Decl:
     close: int = -1  # 'open': its 'close' declaration
     block: str = ""  # 'open': 'namespace NAME', 'namespace' (anonymous) or 'extern "C"'
     directive: str = ""  # 'directive': its name
-    target: str = ""  # 'using namespace X;' / `#undef X`: X
+    target: str = ""  # `using namespace X;`, `using X::y;`, `#undef X`: X
 
 
 class _Program:
-    """A scanned submission split into declarations; `extract` does the rest."""
+    """A scanned submission split into declarations; `extract` does the rest.
+
+    Tokens are four parallel lists (`kinds`, `texts`, `starts`, `ends`: positions in the spliced text `s`);
+    a directive is one token of kind 'd' whose text is its name and whose own tokens are in `subs`.
+    """
 
     def __init__(self, result: Scan, name: str, kernel: str) -> None:
         self.text, self.name, self.kernel = result.normalized, name, kernel
@@ -239,14 +248,14 @@ class _Program:
         self._splice_map()
         starts = {self._spliced_at(d.offset) for d in result.directives
                   if self.text.startswith(("#", "%:"), d.offset)}
-        self.toks, self.subs = self._tokenize(starts)
-        self.macro_spaces: dict[str, set[str]] = {}
+        self._tokenize(starts)
         self._live_tokens()
         self.decls: list[_Decl] = []
         self.inner: list[_Decl] = []  # `#define`/`#undef` lines inside other declarations
         self.host_only: dict[str, list[int]] = {}  # names only host code defines
-        self.has_host_code = False
         self.type_names: set[str] = set()  # names of the file's structs, typedefs and aliases
+        self.macro_spaces: dict[str, set[str]] = {}
+        self.has_host_code = False
         self.split_ok, self.unsplittable = True, None
         try:
             self._split()
@@ -254,11 +263,10 @@ class _Program:
             self.split_ok, self.unsplittable = False, err
             return
         self._macros()
-        for k, d in enumerate(self.decls):
-            self._describe(k, d)
-            if d.kind_name == "type":
-                self.type_names.update(d.names)
-        self.has_host_code = any(d.kind == "function" and not d.device for d in self.decls)
+        for d in self.decls:
+            if d.kind == "function":
+                self._describe_function(d)
+                self.has_host_code = self.has_host_code or not d.device
 
     # --- text positions ---------------------------------------------------------------------------------
 
@@ -288,56 +296,68 @@ class _Program:
         return bisect.bisect_right(self.newlines, offset - 1) + 1
 
     def tok_line(self, t: int) -> int:
-        return self._line(self._offset(self.toks[t][2]))
+        """The 1-based line of token t in the student's file."""
+        return self._line(self._offset(self.starts[t])) if self.starts else 1
 
     # --- tokens -------------------------------------------------------------------------------------------
 
-    def _tokenize(self, directive_starts: set[int]) -> tuple[list[tuple[str, str, int, int]], dict[int, list]]:
-        """Tokens (kind, text, start, end) of the spliced text, kind 'i' identifier, 'p' punctuator, 's'
-        literal, 'n' number, 'd' directive (text: its name; its tokens in `subs`). Comments and blanks are
-        dropped; a directive runs from its `#` to the end of its logical line."""
-        toks: list[tuple[str, str, int, int]] = []
+    def _tokenize(self, directive_starts: set[int]) -> None:
+        """Tokens of the spliced text: kind 'i' identifier, 'p' punctuator, 's' literal, 'n' number, 'd'
+        directive (text: its name, '' for the null directive; its own tokens, (kind, text, start, end), in
+        `subs`). Comments and blanks are dropped; a directive runs from its `#` to the end of its logical
+        line (`directive_starts`: where grader.directives saw one)."""
+        kinds: list[str] = []
+        texts: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
         subs: dict[int, list] = {}
         current: list | None = None
+        kind_of = _KIND
         for m in _TOKEN.finditer(self.s):
             group = m.lastgroup
+            if group == "skip":
+                continue
             if group == "nl":
                 current = None
                 continue
-            if group == "skip":
+            start, end = m.span()
+            if current is None and start not in directive_starts:
+                kinds.append(kind_of[group])
+                texts.append(m.group())
+                starts.append(start)
+                ends.append(end)
                 continue
-            start = m.start()
-            tok = (_KIND[group], m.group(), start, m.end())
-            if start in directive_starts:
+            tok = (kind_of[group], m.group(), start, end)
+            if current is None:  # a directive starts: one token to the end of its logical line
                 current = [tok]
-                subs[len(toks)] = current
-                toks.append(("d", "", start, m.end()))
-                continue
-            if current is not None:
+                subs[len(kinds)] = current
+                kinds.append("d")
+                texts.append("")
+                starts.append(start)
+                ends.append(end)
+            else:
                 current.append(tok)
-                toks[-1] = ("d", "", toks[-1][2], m.end())
-                continue
-            toks.append(tok)
-        for t, sub in subs.items():  # the directive's name: `#define` -> 'define', '' for the null directive
-            name = sub[1][1] if len(sub) > 1 and sub[1][0] == "i" else ""
-            toks[t] = ("d", name, toks[t][2], toks[t][3])
-        return toks, subs
+                ends[-1] = end
+        for t, sub in subs.items():
+            texts[t] = sub[1][1] if len(sub) > 1 and sub[1][0] == "i" else ""
+        self.kinds, self.texts, self.starts, self.ends, self.subs = kinds, texts, starts, ends, subs
 
     def _live_tokens(self) -> None:
-        """Drop the tokens inside `#if 0` groups (and the branches after a taken `#if 1`), and give every
-        token the node of the `#if` branches around it (`self.nodes`, for telling alternatives apart)."""
-        live, subs, nodes = [], {}, []
+        """Drop the tokens inside `#if 0` groups (and the branches after a taken `#if 1`), keeping the
+        conditional directives themselves, and give every token the node of the `#if` branches around it
+        (`self.nodes`, for telling alternatives apart)."""
+        kinds, texts, starts, ends, subs = self.kinds, self.texts, self.starts, self.ends, self.subs
+        keep: list[int] = []
+        nodes: list[tuple | None] = []
         stack: list[list] = []  # per group: [id, branch, taken, dead, node before the group]
-        dead = 0
+        dead = groups = 0
         node = None
-        groups = 0
-        for t, tok in enumerate(self.toks):
-            if tok[0] == "d" and tok[1] in _CONDITIONALS:
-                rest = " ".join(x[1] for x in self.subs[t][2:])
-                word = tok[1]
+        for t in range(len(kinds)):
+            if kinds[t] == "d" and texts[t] in _CONDITIONALS:
+                word = texts[t]
+                literal = " ".join(x[1] for x in subs[t][2:]) if word in ("if", "elif") else ""
                 outer = dead  # the groups around this directive's own group
                 if word in ("if", "ifdef", "ifndef"):
-                    literal = rest if word == "if" else ""
                     now_dead = literal in ("0", "false")
                     groups += 1
                     stack.append([groups, 0, literal in ("1", "true"), now_dead, node])
@@ -352,7 +372,6 @@ class _Program:
                 elif stack:
                     g = stack[-1]
                     outer = dead - g[3]
-                    literal = rest if word == "elif" else ""
                     now_dead = g[2] or literal in ("0", "false")
                     g[2] = g[2] or literal in ("1", "true")
                     g[1] += 1
@@ -360,17 +379,18 @@ class _Program:
                     g[3] = now_dead
                     node = (g[0], g[1], g[4])
                 if not outer:  # kept, taken or not, so the conditional structure stays whole
-                    subs[len(live)] = self.subs[t]
-                    live.append(tok)
+                    keep.append(t)
                     nodes.append(node)
-                continue
-            if dead:
-                continue
-            if tok[0] == "d":
-                subs[len(live)] = self.subs[t]
-            live.append(tok)
-            nodes.append(node)
-        self.toks, self.subs, self.nodes = live, subs, nodes
+            elif not dead:
+                keep.append(t)
+                nodes.append(node)
+        if len(keep) != len(kinds):
+            self.kinds = [kinds[t] for t in keep]
+            self.texts = [texts[t] for t in keep]
+            self.starts = [starts[t] for t in keep]
+            self.ends = [ends[t] for t in keep]
+            self.subs = {k: subs[t] for k, t in enumerate(keep) if t in subs}
+        self.nodes = nodes
 
     # --- declarations -----------------------------------------------------------------------------------
 
@@ -378,37 +398,40 @@ class _Program:
         """Split the tokens into declarations at `;` or a function body's `}` at depth 0; open a namespace or
         `extern "C"` block and split inside it. Raises _Unsplittable where braces or parentheses do not
         balance or a declaration does not end."""
-        toks, decls, blocks = self.toks, self.decls, []
-        i, n = 0, len(toks)
+        kinds, texts, nodes = self.kinds, self.texts, self.nodes
+        decls: list[_Decl] = self.decls
+        blocks: list[int] = []
+        i, n = 0, len(kinds)
         while i < n:
-            kind, text = toks[i][0], toks[i][1]
+            kind, text = kinds[i], texts[i]
             parent = blocks[-1] if blocks else None
             if kind == "d":
-                decls.append(_Decl(i, i, "directive", parent, node=self.nodes[i], directive=text))
+                decls.append(_Decl(i, i, "directive", parent, nodes[i], directive=text))
                 i += 1
                 continue
-            if text in _CLOSE and kind == "p":
-                if not blocks:
-                    raise _Unsplittable(i, "a `}` that closes nothing")
-                end = i + 1 if i + 1 < n and toks[i + 1][1] == ";" else i
-                decls[blocks[-1]].close = len(decls)
-                decls.append(_Decl(i, end, "close", blocks.pop(), node=self.nodes[i]))
-                i = end + 1
-                continue
-            if text == ";" and kind == "p":
-                i += 1
-                continue
+            if kind == "p":
+                if text in _CLOSE:
+                    if not blocks:
+                        raise _Unsplittable(i, "a `}` that closes nothing")
+                    end = i + 1 if i + 1 < n and texts[i + 1] == ";" else i
+                    decls[blocks[-1]].close = len(decls)
+                    decls.append(_Decl(i, end, "close", blocks.pop(), nodes[i]))
+                    i = end + 1
+                    continue
+                if text == ";":
+                    i += 1
+                    continue
             start, paren, eq, function = i, 0, False, False
-            first_word = text if text != "inline" or i + 1 >= n else toks[i + 1][1]
+            namespace = text == "namespace" or (text == "inline" and i + 1 < n and texts[i + 1] == "namespace")
             while True:
                 if i >= n:
                     raise _Unsplittable(start, "a declaration that does not end (a `;` or `}` missing)")
-                k, t = toks[i][0], toks[i][1]
-                if k == "p":
+                if kinds[i] == "p":
+                    t = texts[i]
                     if t == "(":
                         if paren == 0 and i > start and not eq:
-                            pk, pt = toks[i - 1][0], toks[i - 1][1]
-                            if (pk == "i" and pt not in _ATTRIBUTE_WORDS) or pt == ">":
+                            pt = texts[i - 1]
+                            if (kinds[i - 1] == "i" and pt not in _ATTRIBUTE_WORDS) or pt == ">":
                                 function = True
                         paren += 1
                     elif t == ")":
@@ -417,38 +440,39 @@ class _Program:
                             raise _Unsplittable(i, "a `)` that closes nothing")
                     elif paren == 0:
                         if t == ";":
-                            decls.append(_Decl(start, i, "declaration", parent, node=self.nodes[start]))
+                            decls.append(_Decl(start, i, "declaration", parent, nodes[start]))
                             i += 1
                             break
                         if t == "=":
                             eq = True
                         elif t in _OPEN:
-                            if first_word == "namespace" or (
-                                    i >= start + 2 and toks[i - 1][0] == "s" and toks[i - 2][1] == "extern"):
+                            if namespace or (i >= start + 2 and kinds[i - 1] == "s" and texts[i - 2] == "extern"):
+                                words = [texts[j] for j in range(start, i) if kinds[j] == "i" and texts[j] != "inline"]
                                 blocks.append(len(decls))
-                                decls.append(_Decl(start, i, "open", parent, node=self.nodes[start]))
+                                decls.append(_Decl(start, i, "open", parent, nodes[start], block=" ".join(
+                                    ("namespace", "::".join(words[1:]))).strip() if namespace else 'extern "C"'))
                                 i += 1
                                 break
                             close = self._matching_brace(i)
                             if function and not eq:
-                                decls.append(_Decl(start, close, "function", parent, body=i,
-                                                   node=self.nodes[start]))
+                                decls.append(_Decl(start, close, "function", parent, nodes[start], body=i))
                                 i = close + 1
                                 break
                             i = close  # a class body or a brace initializer: the declaration goes on
                         elif t in _CLOSE:
                             raise _Unsplittable(i, "a `}` inside a declaration")
-                elif k == "i" and t == "operator" and paren == 0:
+                elif paren == 0 and texts[i] == "operator" and kinds[i] == "i":
                     function = True
                 i += 1
         if blocks:
-            raise _Unsplittable(self.decls[blocks[-1]].first, "a block that is not closed")
+            raise _Unsplittable(decls[blocks[-1]].first, "a block that is not closed")
 
     def _matching_brace(self, i: int) -> int:
-        depth, toks = 0, self.toks
-        for j in range(i, len(toks)):
-            if toks[j][0] == "p":
-                t = toks[j][1]
+        """The token of the `}` that closes the `{` at token i."""
+        depth, kinds, texts = 0, self.kinds, self.texts
+        for j in range(i, len(kinds)):
+            if kinds[j] == "p":
+                t = texts[j]
                 if t in _OPEN:
                     depth += 1
                 elif t in _CLOSE:
@@ -457,13 +481,27 @@ class _Program:
                         return j
         raise _Unsplittable(i, "a `{` that is never closed")
 
+    def _matching_paren(self, j: int, end: int) -> int:
+        """The token of the `)` that closes the `(` at token j, or `end` when none does before it."""
+        depth, texts = 0, self.texts
+        for x in range(j, end):
+            t = texts[x]
+            if t == "(":
+                depth += 1
+            elif t == ")":
+                depth -= 1
+                if depth == 0:
+                    return x
+        return end
+
     def raise_unsplittable(self) -> None:
+        """Raise the SubmissionError for a program that could not be split into declarations."""
         err = self.unsplittable
-        line = self.tok_line(err.token) if self.toks else 1
         raise SubmissionError("source", (
-            f"{self.name}:{line}: cannot split your program into declarations here ({err.what}; a declaration "
-            f"split across #if/#else, or a macro that opens or closes braces?), so {self.kernel} cannot be taken "
-            f"out of it: fix that, or hand in {self.kernel} and the device code it uses without the host code"))
+            f"{self.name}:{self.tok_line(err.token)}: cannot split your program into declarations here "
+            f"({err.what}; a declaration split across #if/#else, or a macro that opens or closes braces?), so "
+            f"{self.kernel} cannot be taken out of it: fix that, or hand in {self.kernel} and the device code "
+            "it uses without the host code"))
 
     # --- what each declaration is ------------------------------------------------------------------------
 
@@ -472,117 +510,84 @@ class _Program:
         following macros named in it, so that `DEV float f()` is seen as device code."""
         bodies: dict[str, set[str]] = {}
         for t, sub in self.subs.items():
-            if self.toks[t][1] == "define" and len(sub) > 2 and sub[2][0] == "i":
-                words = {x[1] for x in sub[3:] if x[0] == "i"}
-                bodies.setdefault(sub[2][1], set()).update(words)
+            if self.texts[t] == "define" and len(sub) > 2 and sub[2][0] == "i":
+                bodies.setdefault(sub[2][1], set()).update(x[1] for x in sub[3:] if x[0] == "i")
         spaces: dict[str, set[str]] = {}
         for macro in bodies:
             if macro in spaces:
                 continue
-            stack, order = [macro], []
-            seen = {macro}
+            stack, order, seen = [macro], [], {macro}
             while stack:  # every macro reachable from this one, each visited once
                 m = stack.pop()
                 order.append(m)
-                for w in bodies.get(m, ()):
+                for w in bodies[m]:
                     if w in bodies and w not in seen and w not in spaces:
                         seen.add(w)
                         stack.append(w)
-            found = set()
+            found: set[str] = set()
             for m in order:
                 found |= bodies[m] & _SPACES
                 for w in bodies[m]:
                     found |= spaces.get(w, set())
             for m in order:
                 spaces[m] = found
-        self.macro_spaces = {m: s for m, s in spaces.items() if s}
+        self.macro_spaces = {m: sp for m, sp in spaces.items() if sp}
+
+    def _head(self, d: _Decl, end: int) -> int:
+        """The first token of d after `template <...>` and `extern "C"` (setting d.template)."""
+        kinds, texts = self.kinds, self.texts
+        j = d.first
+        while j < end:
+            t = texts[j]
+            if t == "template" and j + 1 < end and texts[j + 1] == "<":
+                d.template = True
+                j = self._skip_angles(j + 1, end)
+            elif t == "extern" and j + 1 < end and kinds[j + 1] == "s":
+                j += 2
+            else:
+                break
+        return j
 
     def _spaces(self, a: int, b: int) -> set[str]:
         """The execution-space words among tokens a..b-1, macros expanded."""
         found: set[str] = set()
+        kinds, texts, macros = self.kinds, self.texts, self.macro_spaces
         for j in range(a, b):
-            kind, t = self.toks[j][0], self.toks[j][1]
-            if kind == "i":
+            if kinds[j] == "i":
+                t = texts[j]
                 if t in _SPACES:
                     found.add(t)
-                elif t in self.macro_spaces:
-                    found |= self.macro_spaces[t]
+                elif t in macros:
+                    found |= macros[t]
         return found
 
-    def _describe(self, k: int, d: _Decl) -> None:
-        toks = self.toks
-        if d.kind == "directive":
-            self._describe_directive(d)
-            return
-        if d.kind == "open":
-            words = [toks[j][1] for j in range(d.first, d.last) if toks[j][0] == "i" and toks[j][1] != "inline"]
-            if words and words[0] == "namespace":
-                d.block = " ".join(("namespace", "::".join(words[1:]))).strip()
-            else:
-                d.block = 'extern "C"'
-            for j in range(d.first, d.last + 1):  # directives inside the block's head
-                if toks[j][0] == "d":
-                    self._inner_directive(j, k)
-            return
-        if d.kind == "close":
-            return
-        first, end = d.first, (d.body if d.kind == "function" else d.last)
-        for j in range(d.first, d.last + 1):
-            if toks[j][0] == "d":
-                self._inner_directive(j, k)
-        # `template <...>`, `extern "C"`
-        j = first
-        while j < end:
-            t = toks[j][1]
-            if t == "template" and j + 1 < end and toks[j + 1][1] == "<":
-                d.template = True
-                j = self._skip_angles(j + 1, end)
-            elif t == "extern" and j + 1 < end and toks[j + 1][0] == "s":
-                j += 2
-            else:
-                break
-        head = j
-        words = [toks[x][1] for x in range(head, end) if toks[x][0] == "i"]
-        lead = words[0] if words else ""
-        spaces = self._spaces(head, end)
-        if d.kind == "function":
-            names, d.operator = self._function_name(head, end)
-            d.names = names
-            d.device = bool(spaces & {"__device__", "__global__"})
-            d.kind_name = "kernel" if "__global__" in spaces else "function"
-            d.strict = d.device and "__host__" not in spaces
-            return
-        if lead == "typedef":
-            d.names, d.kind_name, d.device = self._typedef_names(head, end), "type", True
-            return
-        if lead == "using":
-            if len(words) > 1 and words[1] == "namespace":
-                d.target = words[2] if len(words) > 2 else ""
-            elif any(toks[x][1] == "=" for x in range(head, end)):
-                d.names, d.kind_name, d.device = (words[1],) if len(words) > 1 else (), "type", True
-            else:  # `using ns::name;`: kept only for a namespace of the file (see extract)
-                d.target = words[1] if len(words) > 1 else ""
-                d.names = (words[-1],)
-            return
-        if lead in ("namespace", "static_assert", "asm", "__asm__"):
-            return
-        if lead in _CLASS_KEYS or (lead in ("const", "constexpr", "static", "volatile") and len(words) > 1 and
-                                   words[1] in _CLASS_KEYS):
-            names = self._class_names(head, end)
-            if names is not None:
-                d.names, d.kind_name, d.device = names, "type", True
-                return
-        names, is_function = self._declarator_names(head, end)
-        d.names = tuple(names)
-        if is_function:  # a prototype (or an object built by a constructor call)
-            d.device = bool(spaces & {"__device__", "__global__"})
-            d.kind_name = "kernel" if "__global__" in spaces else "function"
-            d.strict = False
-        else:
-            d.kind_name = "variable"
-            const = self._const_object(head, end)
-            d.device = bool(spaces & _VARIABLE_SPACES) or const
-            d.strict = bool(spaces & _VARIABLE_SPACES) or const
+    def _describe_function(self, d: _Decl) -> None:
+        """A function definition: its name, execution space, template-ness."""
+        head = self._head(d, d.body)
+        spaces = self._spaces(head, d.body)
+        d.names, d.operator = self._function_name(head, d.body)
+        d.device = bool(spaces & {"__device__", "__global__"})
+        d.kind_name = "kernel" if "__global__" in spaces else "function"
+        d.strict = d.device and "__host__" not in spaces
+
+    def _describe_all(self) -> None:
+        """Describe every declaration that is not a function definition (done in __init__), find the
+        `#define`/`#undef` lines inside declarations, and collect the file's type names."""
+        decls = self.decls
+        for d in decls:
+            if d.kind == "directive":
+                self._describe_directive(d)
+            elif d.kind == "declaration":
+                self._describe_declaration(d)
+            if d.kind_name == "type":
+                self.type_names.update(d.names)
+        firsts = [d.first for d in decls]
+        for t in self.subs:
+            k = bisect.bisect_right(firsts, t) - 1
+            if k >= 0 and decls[k].kind != "directive" and t <= decls[k].last and self.texts[t] in ("define", "undef"):
+                d = _Decl(t, t, "directive", decls[k].parent, self.nodes[t], inside=k, directive=self.texts[t])
+                self._describe_directive(d)
+                self.inner.append(d)
 
     def _describe_directive(self, d: _Decl) -> None:
         sub = self.subs[d.first]
@@ -592,21 +597,119 @@ class _Program:
             else:
                 d.target = sub[2][1]
 
-    def _inner_directive(self, t: int, k: int) -> None:
-        """A `#define` or `#undef` inside declaration k: its own declaration, kept alone when k is not."""
-        name = self.toks[t][1]
-        if name in ("define", "undef"):
-            d = _Decl(t, t, "directive", self.decls[k].parent, inside=k, node=self.nodes[t], directive=name)
-            self._describe_directive(d)
-            self.inner.append(d)
+    def _describe_declaration(self, d: _Decl) -> None:
+        """A declaration ending at `;`: a typedef or alias, a class, a variable, or a prototype; its names,
+        in one pass over its tokens (the depth-0 words, the declarators' names, a `const` object)."""
+        kinds, texts, macros = self.kinds, self.texts, self.macro_spaces
+        end = d.last
+        if end > d.first and all(kinds[j] == "i" for j in range(d.first, end)):  # `int a;`, `static const float k;`: the common case
+            words = texts[d.first:end]
+            if words[0] not in ("typedef", "using", "namespace", "template", "extern", "static_assert") and \
+                    not _CLASS_KEYS.intersection(words):
+                spaces = self._spaces(d.first, end)
+                names = [w for w in words if w not in _KEYWORDS and w not in macros][-1:]
+                d.names, d.kind_name = tuple(names), "variable"
+                d.device = d.strict = bool(spaces & _VARIABLE_SPACES) or "const" in words or "constexpr" in words
+                return
+        head = self._head(d, end)
+        lead: list[str] = []  # the first words at depth 0
+        names: list[str] = []
+        spaces: set[str] = set()
+        last, stopped, angle, part, depth = "", False, 0, 0, 0
+        function = eq = False
+        const = const_done = False
+        j = head
+        while j < end:
+            k, t = kinds[j], texts[j]
+            if k == "i":
+                if t in _SPACES:
+                    spaces.add(t)
+                elif t in macros:
+                    spaces |= macros[t]
+                if depth == 0:
+                    if len(lead) < 3:
+                        lead.append(t)
+                    if t in _ATTRIBUTE_WORDS and j + 1 < end and texts[j + 1] == "(":
+                        j = self._matching_paren(j + 1, end) + 1
+                        continue
+                    if part == 0 and not const_done:
+                        if t == "constexpr":
+                            const = const_done = True
+                        elif t == "const":
+                            const = True
+                    if not stopped and t not in _KEYWORDS and t not in macros:
+                        last = t
+            elif k == "p":
+                if t in ("(", "[", "{", "<%"):
+                    if depth == 0:
+                        if t == "(" and j + 1 < end and texts[j + 1] in ("*", "&", "^"):
+                            close = self._matching_paren(j, end)  # a declarator in parentheses: `(*fp)`
+                            inner = [texts[x] for x in range(j + 1, close)
+                                     if kinds[x] == "i" and texts[x] not in _KEYWORDS]
+                            if inner and not stopped:
+                                last = inner[-1]
+                            j = close + 1
+                            continue
+                        if not stopped and angle == 0:
+                            function = function or (t == "(" and part == 0)
+                            stopped = True
+                        const_done = const_done or part == 0
+                    depth += 1
+                elif t in (")", "]", "}", "%>"):
+                    depth -= 1
+                elif depth == 0:
+                    if t == "," and angle == 0:
+                        if last:
+                            names.append(last)
+                        last, stopped, part = "", False, part + 1
+                        const_done = True
+                    elif t == "=":
+                        eq = True
+                        if angle == 0:
+                            stopped = True
+                            const_done = True
+                    elif t == ":" and angle == 0:
+                        stopped = True
+                    elif t == "<" and j > head and kinds[j - 1] == "i":
+                        angle += 1
+                    elif t == ">" and angle:
+                        angle -= 1
+                    elif t in ("*", "&", "&&") and part == 0 and not const_done:
+                        const = False
+            j += 1
+        if last:
+            names.append(last)
+        first_word = lead[0] if lead else ""
+        if first_word == "typedef":
+            d.names, d.kind_name, d.device = tuple(n for n in names if n != "typedef"), "type", True
+        elif first_word == "using":
+            if len(lead) > 2 and lead[1] == "namespace":
+                d.target = lead[2]
+            elif eq:
+                d.names, d.kind_name, d.device = tuple(lead[1:2]), "type", True
+            elif len(lead) > 1:  # `using ns::name;`: kept only for a namespace of the file (see extract)
+                d.target, d.names = lead[1], tuple(names[-1:])
+        elif first_word in ("namespace", "static_assert", "asm", "__asm__"):
+            pass
+        elif (first_word in _CLASS_KEYS or (len(lead) > 1 and lead[1] in _CLASS_KEYS and first_word in
+                                            ("const", "constexpr", "static", "volatile", "typedef"))) and \
+                (tags := self._class_names(head, end)) is not None:
+            d.names, d.kind_name, d.device = tags, "type", True
+        elif function:  # a prototype (or an object built by a constructor call)
+            d.names = tuple(names)
+            d.device = bool(spaces & {"__device__", "__global__"})
+            d.kind_name = "kernel" if "__global__" in spaces else "function"
+        else:
+            d.names, d.kind_name = tuple(names), "variable"
+            d.device = d.strict = bool(spaces & _VARIABLE_SPACES) or const
 
     def _skip_angles(self, j: int, end: int) -> int:
         """From the `<` at j, the index after its matching `>` (parentheses respected), at most `end`."""
         depth = paren = 0
-        toks = self.toks
+        kinds, texts = self.kinds, self.texts
         while j < end:
-            t = toks[j][1]
-            if toks[j][0] == "p":
+            if kinds[j] == "p":
+                t = texts[j]
                 if t == "(":
                     paren += 1
                 elif t == ")":
@@ -620,182 +723,101 @@ class _Program:
             j += 1
         return end
 
-    def _groups(self, a: int, b: int):
-        """Yield (index, depth) of tokens a..b-1 with the depth of (), [] and {} nesting before each."""
-        depth = 0
-        toks = self.toks
-        for j in range(a, b):
-            t = toks[j][1] if toks[j][0] == "p" else ""
-            if t in (")", "]", "}", "%>"):
-                depth -= 1
-            yield j, depth
-            if t in ("(", "[", "{", "<%"):
-                depth += 1
-
     def _function_name(self, a: int, b: int) -> tuple[tuple[str, ...], bool]:
-        """The name of the function whose head is tokens a..b-1: the identifier before its last parameter
-        list at depth 0 (not one of __launch_bounds__, decltype, ...), or `operator<symbol>`."""
-        toks = self.toks
-        name = ""
-        for j, depth in self._groups(a, b):
-            if depth:
-                continue
-            kind, t = toks[j][0], toks[j][1]
-            if kind == "i" and t == "operator":
+        """(the name of the function whose head is tokens a..b-1, whether it is an operator): the identifier
+        before its last parameter list at depth 0 (not __launch_bounds__, decltype, ...), or `operator<sym>`."""
+        kinds, texts = self.kinds, self.texts
+        name, depth = "", 0
+        for j in range(a, b):
+            t = texts[j]
+            if kinds[j] == "p":
+                if t == "(":
+                    if depth == 0 and j > a and kinds[j - 1] == "i" and texts[j - 1] not in _ATTRIBUTE_WORDS:
+                        name = texts[j - 1]
+                    depth += 1
+                elif t in ("[", "{", "<%"):
+                    depth += 1
+                elif t in (")", "]", "}", "%>"):
+                    depth -= 1
+            elif depth == 0 and t == "operator" and kinds[j] == "i":
                 symbol = []
-                for x in range(j + 1, b):
-                    if toks[x][1] == "(" and symbol:
+                for x in range(j + 1, min(b, j + 4)):
+                    if texts[x] == "(" and symbol:
                         break
-                    symbol.append(toks[x][1])
-                    if len(symbol) > 3:
-                        break
+                    symbol.append(texts[x])
                 return ("operator" + "".join(symbol),), True
-            if t == "(" and kind == "p" and j > a and toks[j - 1][0] == "i" and toks[j - 1][1] not in _ATTRIBUTE_WORDS:
-                name = toks[j - 1][1]
         return ((name,) if name else ()), False
-
-    def _declarator_names(self, a: int, b: int) -> tuple[list[str], bool]:
-        """The names a `;` declaration (tokens a..b-1) declares, one per declarator at depth 0, and whether
-        the first declarator has a parameter list (a prototype)."""
-        toks = self.toks
-        names: list[str] = []
-        function = False
-        last, stopped, angle, part = "", False, 0, 0
-        skip_to = -1
-        for j, depth in self._groups(a, b):
-            if j < skip_to:
-                continue
-            kind, t = toks[j][0], toks[j][1]
-            if depth:
-                continue
-            if kind == "p" and t == "," and angle == 0:
-                if last:
-                    names.append(last)
-                last, stopped, part = "", False, part + 1
-                continue
-            if stopped:
-                continue
-            if kind == "i":
-                if t in _ATTRIBUTE_WORDS and j + 1 < b and toks[j + 1][1] == "(":
-                    skip_to = self._close_paren(j + 1, b) + 1
-                elif t not in _KEYWORDS and t not in self.macro_spaces:
-                    last = t
-            elif kind == "p":
-                if t == "<" and j > a and toks[j - 1][0] == "i":
-                    angle += 1
-                elif t == ">" and angle:
-                    angle -= 1
-                elif t == "(" and j + 1 < b and toks[j + 1][1] in ("*", "&", "^"):
-                    close = self._close_paren(j, b)
-                    inner = [toks[x][1] for x in range(j + 1, close) if toks[x][0] == "i" and toks[x][1] not in _KEYWORDS]
-                    if inner:
-                        last = inner[-1]
-                    skip_to = close + 1
-                elif t in ("=", "{", "<%", "[", ":", "(") and angle == 0:
-                    if t == "(" and part == 0:
-                        function = True
-                    stopped = True
-        if last:
-            names.append(last)
-        return names, function
-
-    def _close_paren(self, j: int, b: int) -> int:
-        depth = 0
-        for x in range(j, b):
-            t = self.toks[x][1]
-            if t == "(":
-                depth += 1
-            elif t == ")":
-                depth -= 1
-                if depth == 0:
-                    return x
-        return b
-
-    def _typedef_names(self, a: int, b: int) -> tuple[str, ...]:
-        """typedef: the last name of each declarator at depth 0 (after a class body, if any), or the name in
-        a `(*name)` group."""
-        names, _ = self._declarator_names(a, b)
-        return tuple(n for n in names if n != "typedef")
 
     def _class_names(self, a: int, b: int) -> tuple[str, ...] | None:
         """A class, struct, union or enum declaration (tokens a..b-1): its tag, its enumerators and the
-        variables declared after its body; None when it is a variable or function of that type instead
+        names declared after its body; None when it is a variable or function of that type instead
         (`struct S* p;`, `struct S f();`)."""
-        toks = self.toks
-        brace = next((j for j, depth in self._groups(a, b) if depth == 0 and toks[j][1] in _OPEN), None)
+        kinds, texts = self.kinds, self.texts
+        brace, depth = None, 0
+        for j in range(a, b):
+            t = texts[j]
+            if kinds[j] == "p":
+                if depth == 0 and t in _OPEN:
+                    brace = j
+                    break
+                if t in ("(", "["):
+                    depth += 1
+                elif t in (")", "]"):
+                    depth -= 1
         tag_part = range(a, brace if brace is not None else b)
-        words = [toks[j][1] for j in tag_part if toks[j][0] == "i" and toks[j][1] not in _KEYWORDS]
-        if brace is None:
-            # `struct S;` only: anything more is a variable or function of type `struct S`
-            rest = [toks[j][1] for j in tag_part if toks[j][1] not in _CLASS_KEYS]
+        words = [texts[j] for j in tag_part if kinds[j] == "i" and texts[j] not in _KEYWORDS]
+        if brace is None:  # `struct S;` only: anything more is a variable or function of type `struct S`
+            rest = [texts[j] for j in tag_part if texts[j] not in _CLASS_KEYS and texts[j] != "typedef"]
             return tuple(words[:1]) if len(rest) == 1 else None
         names = words[:1]
-        if any(toks[j][1] == "enum" for j in tag_part):
-            close = self._matching_brace(brace)
-            expect = True
-            for j, depth in self._groups(brace + 1, close):
-                if depth == 0:
-                    if expect and toks[j][0] == "i":
-                        names.append(toks[j][1])
-                    expect = toks[j][1] == ","
         close = self._matching_brace(brace)
-        after, _ = self._declarator_names(close + 1, b)
-        return tuple(names + after)
-
-    def _const_object(self, a: int, b: int) -> bool:
-        """Whether the first declarator of tokens a..b-1 declares a constant: `constexpr`, or a `const` with
-        no `*` or `&` after it (`const float k`, `float* const p`; not `const char* s`)."""
-        toks = self.toks
-        const = False
-        for j, depth in self._groups(a, b):
-            if depth:
-                continue
-            t = toks[j][1]
-            if t in ("=", ",", ";", "[", "{", "<%", "("):
-                break
-            if t == "constexpr":
-                return True
-            if t == "const":
-                const = True
-            elif t in ("*", "&", "&&"):
-                const = False
-        return const
+        if any(texts[j] == "enum" for j in tag_part):
+            expect, depth = True, 0
+            for j in range(brace + 1, close):
+                t = texts[j]
+                if t in ("(", "[", "{", "<%"):
+                    depth += 1
+                elif t in (")", "]", "}", "%>"):
+                    depth -= 1
+                elif depth == 0:
+                    if expect and kinds[j] == "i":
+                        names.append(t)
+                    expect = t == ","
+        after = _Decl(close + 1, b, "declaration")
+        self._describe_declaration(after)
+        return tuple(names) + after.names
 
     # --- references -----------------------------------------------------------------------------------
 
-    def references(self, d: _Decl):
+    def references(self, d: _Decl) -> list[tuple[str, bool, bool, int]]:
         """(name, called, declared here, token) for each identifier of declaration d that may name another
         declaration: not after `.` or `->`. called: followed by `(`; declared here: a parameter, local or
-        member of d by the look of it (after a type word, or after `*`/`&` after one)."""
-        toks = self.toks
+        member of d by the look of it (after a type word, or after `*`/`&` after one), or a name in a
+        directive (never judged as a use of host code)."""
+        kinds, texts = self.kinds, self.texts
         first, last = d.first, d.last
         declared: set[str] = set()
-        found = []
+        found: list[tuple[str, bool, bool, int]] = []
         for j in range(first, last + 1):
-            kind = toks[j][0]
+            kind = kinds[j]
             if kind == "d":
                 sub = self.subs[j]
                 params: set[str] = set()
                 start = 2
-                if toks[j][1] == "define" and len(sub) > 2:
+                if texts[j] == "define" and len(sub) > 2:
                     start = 3
-                    if len(sub) > 3 and sub[3][1] == "(" and sub[3][2] == sub[2][3]:
+                    if len(sub) > 3 and sub[3][1] == "(" and sub[3][2] == sub[2][3]:  # a function-like macro
                         for x in sub[4:]:
                             if x[1] == ")":
                                 break
-                            if x[0] == "i":
-                                params.add(x[1])
-                for x in sub[start:]:
-                    if x[0] == "i" and x[1] not in params and x[1] != "defined":
-                        found.append((x[1], False, True, j))
+                            params.add(x[1])
+                found.extend((x[1], False, True, j) for x in sub[start:]
+                             if x[0] == "i" and x[1] not in params and x[1] != "defined")
                 continue
-            if kind != "i":
+            if kind != "i" or (j > first and texts[j - 1] in (".", "->")):
                 continue
-            t = toks[j][1]
-            prev = toks[j - 1][1] if j > first else ""
-            if prev in (".", "->"):
-                continue
-            nxt = toks[j + 1][1] if j < last else ""
+            t = texts[j]
+            nxt = texts[j + 1] if j < last else ""
             if nxt in _AFTER_DECLARED and j > first and self._declares(j, first):
                 declared.add(t)
             found.append((t, nxt == "(", False, j))
@@ -805,49 +827,75 @@ class _Program:
         """Whether the identifier at j looks declared there: right after another name (`float v`, `Foo f`,
         not `return v`), after `>` (`Vec<4> v`, not before `)`), or after `*`/`&` right after a type name
         (`const float* p`, `Foo& f`; not `v * scale`)."""
-        toks = self.toks
+        kinds, texts = self.kinds, self.texts
         p = j - 1
-        kind, t = toks[p][0], toks[p][1]
-        if kind == "i":
+        t = texts[p]
+        if kinds[p] == "i":
             return t not in _NOT_A_TYPE
         if t == ">":
-            return toks[j + 1][1] != ")"
+            return texts[j + 1] != ")"
         if t not in ("*", "&", "&&"):
             return False
-        while p > first and toks[p][1] in ("*", "&", "&&", "__restrict__", "__restrict", "const", "volatile"):
+        while p > first and texts[p] in ("*", "&", "&&", "__restrict__", "__restrict", "const", "volatile"):
             p -= 1
-        t = toks[p][1]
-        return t == ">" or (toks[p][0] == "i" and (t in _TYPE_WORDS or t in self.type_names or t.endswith("_t")
-                                                   or _VECTOR_TYPE.fullmatch(t) is not None))
+        t = texts[p]
+        return t == ">" or (kinds[p] == "i" and (t in _TYPE_WORDS or t in self.type_names or t.endswith("_t")
+                                                 or _VECTOR_TYPE.fullmatch(t) is not None))
 
     # --- extraction ------------------------------------------------------------------------------------
 
     def extract(self, headers: tuple[str, ...]) -> Extracted:
+        """The Extracted of a whole program (see the module's docstring); raises SubmissionError."""
         decls = self.decls
         kernels = [k for k, d in enumerate(decls) if d.kind == "function" and self.kernel in d.names]
         self._check_kernel(kernels)
-        definers: dict[str, list[int]] = {}
-        for k, d in enumerate(decls):
-            for n in d.names:
-                definers.setdefault(n, []).append(k)
+        self._describe_all()
         everything = decls + self.inner
-        for k, d in enumerate(self.inner, start=len(decls)):
+        definers: dict[str, list[int]] = {}
+        undefs: dict[str, list[int]] = {}  # `#undef X`: kept with a kept macro X
+        usings: dict[str, list[int]] = {}  # `using namespace N;`, `using N::x;`: kept with namespace N's braces
+        for k, d in enumerate(everything):
             for n in d.names:
                 definers.setdefault(n, []).append(k)
+            if d.kind == "directive" and d.directive == "undef" and d.target:
+                undefs.setdefault(d.target, []).append(k)
+            elif d.kind == "declaration" and d.target and not d.device:
+                usings.setdefault(d.target, []).append(k)
+        group_of, group_parent, group_directives, unclosed = self._conditional_groups()
+        content = [False] * len(group_directives)  # the group holds kept code: its directives are kept
         kept: set[int] = set()
         queue: list[int] = []
+
+        def mark(g: int | None) -> None:
+            while g is not None and not content[g]:
+                content[g] = True
+                queue.extend(group_directives[g])  # the macros they test are needed too
+                g = group_parent[g]
+
+        def take(k: int) -> None:
+            kept.add(k)
+            d = everything[k]
+            mark(group_of[d.inside if d.inside is not None else k])
+            if d.kind_name == "macro":
+                for u in undefs.get(d.names[0], ()):
+                    keep(u)
+            elif d.kind == "open" and d.block.startswith("namespace "):
+                for u in usings.get(d.block.split(" ", 1)[1].split("::")[0], ()):
+                    keep(u)
 
         def keep(k: int) -> None:
             if k in kept:
                 return
-            kept.add(k)
+            take(k)
             queue.append(k)
             parent = everything[k].parent
             while parent is not None and parent not in kept:  # the braces of the blocks around it
-                kept.add(parent)
-                kept.add(decls[parent].close)
+                take(parent)
+                take(decls[parent].close)
                 parent = decls[parent].parent
 
+        for g in unclosed:
+            mark(g)
         for k in kernels:
             keep(k)
         for k, d in enumerate(decls):
@@ -855,39 +903,27 @@ class _Program:
                 keep(k)  # a forward declaration of the kernel
             elif d.kind == "function" and d.operator and d.device:
                 keep(k)  # operators are used without their name
-            elif d.kind == "directive" and d.directive in _CONDITIONALS:
-                queue.append(k)  # their macros are needed; they are emitted with their block
         expanded: set[str] = {self.kernel}
         while queue:
-            k = queue.pop()
-            d = everything[k]
+            d = everything[queue.pop()]
             for ref, called, local, tok in self.references(d):
                 ks = definers.get(ref)
                 if not ks:
                     continue
-                device = [x for x in ks if everything[x].device] if ref not in expanded else None
-                if device is not None:
+                if ref not in expanded:  # each name is resolved once
                     expanded.add(ref)
+                    device = [x for x in ks if everything[x].device]
                     for x in device:
                         keep(x)
-                    if device:
-                        continue
-                    self.host_only[ref] = ks
-                if ref in self.host_only and d.strict and not local:
+                    if not device:
+                        self.host_only[ref] = ks
+                if d.strict and not local and ref in self.host_only:
                     self._refuse_host(d, ref, called, tok, self.host_only[ref])
-        # `#undef X` of a kept macro X, `using namespace N;` of a namespace kept here, `using N::x;` of one
-        kept_macros = {n for k in kept for n in everything[k].names if everything[k].kind_name == "macro"}
-        kept_blocks = {decls[k].block.split(" ", 1)[1].split("::")[0] for k in kept
-                       if k < len(decls) and decls[k].kind == "open" and decls[k].block.startswith("namespace ")}
-        for k, d in enumerate(everything):
-            if d.kind == "directive" and d.directive == "undef" and d.target in kept_macros:
-                keep(k)
-            elif d.kind == "declaration" and d.target and not d.device and d.target in kept_blocks:
-                keep(k)
         pieces = []
         for k, d in enumerate(decls):
             if d.kind == "directive" and d.directive in _KEPT_DIRECTIVES:
-                if d.parent is None or d.parent in kept:
+                g = group_of[k]
+                if (g is None or content[g]) and (d.parent is None or d.parent in kept):
                     pieces.append((d.first, d.last))
             elif k in kept:
                 pieces.append((d.first, d.last))
@@ -895,19 +931,52 @@ class _Program:
             if k in kept and d.inside not in kept:
                 pieces.append((d.first, d.last))
         pieces.sort()
-        text, kernel_line = self._assemble(pieces), self.tok_line(decls[kernels[0]].first)
+        text = self._assemble(pieces)
+        return self._result(text, everything, kept, headers, kernels)
+
+    def _conditional_groups(self) -> tuple[list[int | None], list[int | None], list[list[int]], list[int]]:
+        """The `#if` groups among the declarations: for each declaration (and each directive inside one, by
+        its index in decls + inner) the innermost group around it (a conditional directive: its own
+        group); each group's enclosing group and directives; the groups never closed. A group is kept
+        whole when it holds kept code, and left out when it holds none."""
+        decls = self.decls
+        group_of: list[int | None] = []
+        parents: list[int | None] = []
+        directives: list[list[int]] = []
+        stack: list[int] = []
+        for k, d in enumerate(decls):
+            g = stack[-1] if stack else None
+            if d.kind == "directive" and d.directive in _CONDITIONALS:
+                if d.directive in ("if", "ifdef", "ifndef"):
+                    g = len(directives)
+                    parents.append(stack[-1] if stack else None)
+                    directives.append([k])
+                    stack.append(g)
+                elif stack:
+                    directives[g].append(k)
+                    if d.directive == "endif":
+                        stack.pop()
+            group_of.append(g)
+        group_of.extend(group_of[d.inside] for d in self.inner)
+        return group_of, parents, directives, stack
+
+    def _result(self, text: str, everything: list[_Decl], kept: set[int], headers: tuple[str, ...],
+                kernels: list[int]) -> Extracted:
         parts, seen = [], set()
-        for k, d in sorted(enumerate(everything), key=lambda kd: kd[1].first):
+        in_order = heapq.merge(enumerate(self.decls), enumerate(self.inner, start=len(self.decls)),
+                               key=lambda kd: kd[1].first)
+        for k, d in in_order:
             if d.kind_name and d.names and not (k in kept and self.kernel in d.names):
                 for n in d.names:
                     if (n, k in kept) not in seen:
                         seen.add((n, k in kept))
                         parts.append(Part(n, d.kind_name, self.tok_line(d.first), k in kept))
         kept_names = tuple(dict.fromkeys(p.name for p in parts if p.kept))
-        ignored = tuple(dict.fromkeys(p.name for p in parts if not p.kept and p.name not in kept_names
-                                      and p.name != self.kernel))
-        parts = [p for p in parts if p.kept or p.name in ignored]
-        return Extracted(text, kept_names, ignored, True, self.kernel, kernel_line, headers, tuple(parts))
+        kept_set = set(kept_names) | {self.kernel}
+        ignored = tuple(dict.fromkeys(p.name for p in parts if not p.kept and p.name not in kept_set))
+        parts = [p for p in parts if p.kept or p.name not in kept_set]
+        return Extracted(text, kept_names, ignored, True, self.kernel, self.tok_line(self.decls[kernels[0]].first),
+                         headers, tuple(parts))
 
     def _check_kernel(self, kernels: list[int]) -> None:
         """Refuse a kernel that cannot be separated: missing, a template, in a namespace, not __global__,
@@ -978,43 +1047,49 @@ class _Program:
                 f"`__host__ __device__` (or `__device__`), or do that work in the kernel"))
 
     def _assemble(self, pieces: list[tuple[int, int]]) -> str:
-        """The kept pieces (token ranges), each after a `#line` of its first line, scanned once more as one
-        text by the exercise's lexer; the text NVRTC compiles after the prelude."""
+        """The kept pieces (token ranges), scanned once more as one text by the exercise's lexer: the text NVRTC
+        compiles after the prelude. A piece that follows the previous one after blanks only (the same lines)
+        goes on with them; any other starts on a new line after a `#line` of its first line (scanned as a
+        placeholder directive, and checked to be read as one)."""
+        text = self.text
         out: list[str] = []
-        marks: list[tuple[int, int]] = []  # (offset of a placeholder in the assembled text, the line it stands for)
-        size = 0
+        marks: list[tuple[int, int, int]] = []  # (placeholder's offset, its line, the student's line after it)
+        size = lines = 0
+        end = -1
         for first, last in pieces:
-            a, b = self._offset(self.toks[first][2]), self._offset(self.toks[last][3] - 1) + 1
-            marks.append((size, self._line(a)))
-            chunk = f"{LINE_PLACEHOLDER}\n{self.text[a:b]}\n"
+            a, b = self._offset(self.starts[first]), self._offset(self.ends[last] - 1) + 1
+            if end >= 0 and a >= end and _BLANKS.fullmatch(text, end, a):
+                chunk = text[end:b]
+            else:
+                lead = "\n" if out else ""
+                marks.append((size + len(lead), lines + len(lead) + 1, self._line(a)))
+                chunk = f"{lead}{LINE_PLACEHOLDER}\n{text[a:b]}"
             out.append(chunk)
             size += len(chunk)
+            lines += chunk.count("\n")
+            end = b
+        out.append("\n")
         assembled = "".join(out)
         result = scan(assembled)
         seen = {d.offset for d in result.directives if d.name == "pragma"}
-        if result.refusal is not None or any(at not in seen for at, _ in marks):
-            line = self._assembled_line(assembled, marks, result.refusal[0]) if result.refusal else 0
+        if result.refusal is not None or any(at not in seen for at, _, _ in marks):
+            where = self.name
+            if result.refusal:
+                j = bisect.bisect_right([m[1] for m in marks], result.refusal[0]) - 1
+                if j >= 0:
+                    where = f"{self.name}:{marks[j][2] + result.refusal[0] - marks[j][1] - 1}"
             why = (f"refused `{result.refusal[1]}`: {result.refusal[2]}" if result.refusal
                    else "the pieces do not read as they did in the file")
             raise SubmissionError("source", (
-                f"{self.name}:{line}: {why} (in the code kept from your program); hand in {self.kernel} and the "
-                "device code it uses without the host code") if line else (
-                f"{self.name}: {why} (in the code kept from your program); hand in {self.kernel} and the device "
-                "code it uses without the host code"))
-        text, pos, final = [], 0, result.normalized
-        for at, line in marks:
-            text.append(final[pos:at])
-            text.append(f'#line {line} "{self.name}"')
+                f"{where}: {why} (in the code kept from your program); hand in {self.kernel} and the device code "
+                "it uses without the host code"))
+        parts, pos, final = [], 0, result.normalized
+        for at, _, line in marks:
+            parts.append(final[pos:at])
+            parts.append(f'#line {line} "{self.name}"')
             pos = at + len(LINE_PLACEHOLDER)
-        text.append(final[pos:])
-        return "".join(text)
-
-    @staticmethod
-    def _assembled_line(assembled: str, marks: list[tuple[int, int]], line: int) -> int:
-        """The student's line of line `line` of the assembled text."""
-        starts = [assembled.count("\n", 0, at) + 1 for at, _ in marks]
-        j = bisect.bisect_right(starts, line) - 1
-        return marks[j][1] + line - starts[j] - 1 if j >= 0 else 0
+        parts.append(final[pos:])
+        return "".join(parts)
 
 
 def _exclusive(a: tuple | None, b: tuple | None) -> bool:
