@@ -680,7 +680,10 @@ class _Program:
         if last:
             names.append(last)
         first_word = lead[0] if lead else ""
-        if first_word == "typedef":
+        if first_word == "typedef" and len(lead) > 1 and lead[1] in _CLASS_KEYS:
+            tags = self._class_names(head + 1, end)  # `typedef struct [Tag] { ... } Name;`: Tag and Name
+            d.names, d.kind_name, d.device = tags or tuple(n for n in names if n != "typedef"), "type", True
+        elif first_word == "typedef":
             d.names, d.kind_name, d.device = tuple(n for n in names if n != "typedef"), "type", True
         elif first_word == "using":
             if len(lead) > 2 and lead[1] == "namespace":
