@@ -7,13 +7,15 @@ compiles device code only: it refuses every host function and host variable ("no
 the grader reads no header. So for a whole program this module keeps `biasGeluFused` and the device code it
 needs, transitively, and leaves the rest out:
 
-- kept: the kernel; the `__device__` and `__host__ __device__` functions, `__device__`, `__constant__`,
-  `const` and `constexpr` variables, `#define` macros, structs, enums, typedefs and `using` aliases that kept
-  code names; device operator overloads (used without their name); `#if`/`#else`/`#endif`, `#pragma`,
-  `#error` and `#warning` lines (the conditional structure stays), `#undef` of a kept macro; the
-  `extern "C" { }` or namespace braces around kept code.
+- kept: the kernel (and its forward declarations); the `__device__` and `__host__ __device__` functions,
+  `__device__`, `__constant__`, `const` and `constexpr` variables, `#define` macros, structs, enums, typedefs
+  and `using` aliases that kept code names, and what those name in turn; device operator overloads (used
+  without their name); the `#if`/`#elif`/`#else`/`#endif` groups that hold kept code, whole (and the macros
+  they test); `#pragma`, `#error` and `#warning` lines outside groups that are left out; `#undef` of a kept
+  macro; the `extern "C" { }` or namespace braces around kept code, and `using namespace` of such a namespace.
+  A `#define` inside left-out code (in main's body) that kept code uses is kept alone.
 - left out: `main`, host functions, other kernels the kernel does not launch, host variables, unused device
-  code and macros, and everything inside `#if 0`.
+  code and macros, `#if` groups that hold no kept code, and everything inside `#if 0`.
 - refused (SubmissionError, stage "source", one message that says what to change): the kernel calls a host
   function or reads a host variable, it is a template, it lives in a namespace, it is defined twice (other
   than in the branches of one `#if`/`#else`), it is missing, or the file cannot be split into declarations.
@@ -42,7 +44,7 @@ import re
 from dataclasses import dataclass
 
 from grader import exercise
-from grader.directives import ALLOWED_INCLUDES, PROGRAM_INCLUDES, Scan, scan
+from grader.directives import PROGRAM_INCLUDES, Scan, scan
 from grader.errors import SubmissionError
 
 __all__ = ["PROGRAM_INCLUDES", "Extracted", "Part", "extract"]
@@ -602,7 +604,8 @@ class _Program:
         in one pass over its tokens (the depth-0 words, the declarators' names, a `const` object)."""
         kinds, texts, macros = self.kinds, self.texts, self.macro_spaces
         end = d.last
-        if end > d.first and all(kinds[j] == "i" for j in range(d.first, end)):  # `int a;`, `static const float k;`: the common case
+        # the common case first: only words (`int a;`, `static const float k;`)
+        if end > d.first and all(kinds[j] == "i" for j in range(d.first, end)):
             words = texts[d.first:end]
             if words[0] not in ("typedef", "using", "namespace", "template", "extern", "static_assert") and \
                     not _CLASS_KEYS.intersection(words):

@@ -29,6 +29,8 @@ KERNEL = exercise.KERNEL_NAME
 ROW_SIGNATURE = ["const float* __restrict__ x", "const float* __restrict__ bias", "float* __restrict__ out",
                  "size_t cols"]
 PLAIN_SIGNATURE = ["const float* x", "const float* bias", "float* out", "size_t cols"]
+K = "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {{ {} }}\n"
+MAIN = "int main() { return 0; }\n"
 
 # name -> (kept, ignored, parameter list as written); None: not a whole program
 ACCEPTED = {
@@ -191,7 +193,7 @@ def test_every_program_header_is_blanked_and_others_stay_refused():
 
 
 def test_a_refusal_in_a_kernel_only_file_reads_as_before():
-    text = '#include "/etc/passwd"\n__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n'
+    text = '#include "/etc/passwd"\n' + K.format("")
     line, token, why = scan(text).refusal
     with pytest.raises(SubmissionError) as err:
         prepare_for_nvrtc(text, "s.cu")
@@ -244,8 +246,6 @@ def test_crlf_program_reads_as_its_lf_twin(tmp_path):
 
 
 # --- what is kept -----------------------------------------------------------------------------------------
-K = "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {{ {} }}\n"
-MAIN = "int main() { return 0; }\n"
 
 
 @pytest.mark.parametrize("before, body, kept", [
@@ -296,7 +296,8 @@ def test_a_macro_defined_inside_left_out_code_is_kept_alone():
 
 
 def test_empty_conditional_groups_and_if0_code_are_left_out():
-    text = ("#include <cstdio>\n#if 0\nint old() { return 1; }\n#endif\n#ifdef _WIN32\n#define EXPORT __declspec(dllexport)\n"
+    text = ("#include <cstdio>\n#if 0\nint old() { return 1; }\n#endif\n"
+            "#ifdef _WIN32\n#define EXPORT __declspec(dllexport)\n"
             "#else\n#define EXPORT\n#endif\n#ifndef __CUDACC__\n#error build with nvcc\n#endif\n"
             "#pragma unroll\n" + K.format("out[0] = x[0];") + MAIN)
     ex = extract(text, "s.cu")
@@ -314,10 +315,12 @@ def test_a_student_placeholder_pragma_stays_a_pragma():
 
 @pytest.mark.parametrize("text, says", [
     ("int main() { return 0; }\n__global__ void biasGeluFusedV2(float* p) {}\n__global__ void other() {}\n",
-     "s.cu: your program defines no kernel `__global__ void biasGeluFused(...)`; kernels found: biasGeluFusedV2, other"),
+     "s.cu: your program defines no kernel `__global__ void biasGeluFused(...)`; kernels found: biasGeluFusedV2, "
+     "other"),
     ("int main() { return 0; }\nvoid biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n",
      "s.cu:2: `biasGeluFused` is not a __global__ kernel but a host function"),
-    ("int main() { return 0; }\nnamespace { " + K.format("") + "}\n", "s.cu:2: `biasGeluFused` is inside `namespace { }`"),
+    ("int main() { return 0; }\nnamespace { " + K.format("") + "}\n",
+     "s.cu:2: `biasGeluFused` is inside `namespace { }`"),
     ("#include <vector>\n__global__ void biasGeluFused(float* out) {\n  out[0] = 1;\n",
      "s.cu:2: cannot split your program into declarations here (a `{` that is never closed"),
     ("#include <vector>\n#ifdef A\nvoid f() {\n#else\nvoid f() {\n#endif\n}\n" + K.format(""),
@@ -428,3 +431,15 @@ def test_many_definitions_are_refused_quickly():
     many = "int main() {}\n#if A\n" + "#elif B\n".join(K0.replace("f0(x[0])", "1") for _ in range(5_000)) + "#endif\n"
     err = _timed(many)
     assert isinstance(err, SubmissionError) and "defined 5000 times" in str(err)
+
+
+def test_the_parameter_list_is_read_from_the_kernel_in_a_program():
+    # grader.signature reads the original text: a forward declaration without names, a launch, a host wrapper
+    # and printf texts naming the kernel do not hide the definition's list
+    text = ('#include <cstdio>\n__global__ void biasGeluFused(const float*, const float*, float*, size_t);\n'
+            'void launch_biasGeluFused(float* d, int n) { biasGeluFused<<<1, 256>>>(d, d, d, n); '
+            'printf("biasGeluFused(%d)\\n", n); }\n'
+            'int main() { void (*k)(const float*, const float*, float*, size_t) = biasGeluFused; return 0; }\n'
+            + K.format("out[0] = x[0];"))
+    assert source_signature(text, KERNEL) == PLAIN_SIGNATURE
+    assert extract(text, "s.cu").ignored == ("launch_biasGeluFused", "main")
