@@ -323,11 +323,11 @@ def test_a_student_placeholder_pragma_stays_a_pragma():
      "s.cu:2: `biasGeluFused` is inside `namespace { }`"),
     ("#include <vector>\n__global__ void biasGeluFused(float* out) {\n  out[0] = 1;\n",
      "s.cu:2: cannot split your program into declarations here (a `{` that is never closed"),
-    ("#include <vector>\n#ifdef A\nvoid f() {\n#else\nvoid f() {\n#endif\n}\n" + K.format(""),
+    ("#include <vector>\n#if VARIANT\nvoid f() {\n#else\nvoid f() {\n#endif\n}\n" + K.format(""),
      "s.cu:3: cannot split your program into declarations here"),
     ("int main() { return 0; }\n__device__ float scale(float v);\n" + K.format("out[0] = scale(x[0]) * kHost;")
      + "float kHost = 2;\n", "s.cu:3: `biasGeluFused` reads `kHost`, a host variable (line 4)"),
-    ("int main() { return 0; }\n#ifdef A\n" + K.format("") + "#endif\n" + K.format(""),
+    ("int main() { return 0; }\n#if VARIANT\n" + K.format("") + "#endif\n" + K.format(""),
      "s.cu:5: `biasGeluFused` is defined twice (lines 3 and 5)"),
 ])
 def test_what_cannot_be_separated_is_refused_with_one_message(text, says):
@@ -337,11 +337,25 @@ def test_what_cannot_be_separated_is_refused_with_one_message(text, says):
 
 
 def test_versions_in_the_branches_of_one_if_are_not_defined_twice():
-    text = ("int main() { return 0; }\n#if defined(VEC4)\n" + K.format("out[0] = 4;") + "#elif defined(VEC2)\n" +
+    text = ("int main() { return 0; }\n#if VARIANT == 4\n" + K.format("out[0] = 4;") + "#elif VARIANT == 2\n" +
             K.format("out[0] = 2;") + "#else\n" + K.format("out[0] = 1;") + "#endif\n")
     ex = extract(text, "s.cu")
     assert ex.text.count("__global__") == 3 and ex.kernel_line == 3
     compile_sub(PRELUDE + ex.text, "s.cu")
+
+
+def test_branches_nvrtc_certainly_skips_are_left_out():
+    # no -D is passed and nothing in the file defines USE_ALT or DEBUG; NVRTC defines __CUDA_ARCH__
+    text = ("#include <cstdio>\n#ifdef USE_ALT\n" + K.format("out[0] = 2;") + "#endif\n" + K.format("out[0] = 1;")
+            + "#ifndef __CUDA_ARCH__\nint hostOnly() { return 1; }\n#endif\n#if !defined(DEBUG)\n__device__ int g;\n"
+            "#else\nint h;\n#endif\n#if defined DEBUG2 || 1\nint unknown;\n#endif\n" + MAIN)
+    ex = extract(text, "s.cu")
+    assert ex.text.count("__global__") == 1 and ex.kernel_line == 5
+    assert ex.ignored == ("g", "unknown", "main")  # hostOnly and h are in skipped branches: not even listed
+    # a macro the file defines (or undefines) anywhere is not known
+    text = "#define USE_ALT\n" + text
+    with pytest.raises(SubmissionError, match="defined twice"):
+        extract(text, "s.cu")
 
 
 # --- the new path cannot read a file --------------------------------------------------------------------
@@ -400,11 +414,12 @@ def _timed(text: str, seconds: float = 6.0):
     _fill("#include <vector>\n", "(", ""),
     _fill("#include <vector>\n" + F0 + "__global__ void biasGeluFused(float* o) {", "{}", "}\nint main() {}\n"),
     "#include <vector>\n" + "namespace a {\n" * 15_000 + "}\n" * 15_000 + F0 + K0 + MAIN,
-    "#ifdef X\n" * 15_000 + F0 + "#endif\n" * 15_000 + K0 + MAIN,
+    "#ifdef X\n" * 15_000 + F0 + "#endif\n" * 15_000 + K0 + MAIN,  # X defined nowhere: skipped
+    "#if X\n" * 15_000 + F0 + "#endif\n" * 15_000 + K0 + MAIN,  # not known: 30,000 directives kept
     _fill("", "#ifdef A\n#endif\n", F0 + K0 + MAIN),
     _fill(F0 + "#define A0 1\n", "#define A0 A0\n", K0.replace("f0(x[0])", "A0") + MAIN),
 ], ids=["braces", "braces-program", "closed-braces", "parentheses", "braces-in-kernel", "namespaces",
-        "nested-ifs", "empty-ifs", "macros"])
+        "skipped-ifs", "nested-ifs", "empty-ifs", "macros"])
 def test_256_kib_of_nesting_takes_linear_time(text):
     assert len(text) <= CAP + 4096
     _timed(text)
