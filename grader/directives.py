@@ -334,12 +334,14 @@ class _Lexer:
             else f"the directive `{name}` is not allowed in a submission"))
 
     def include_refusal(self) -> str:
+        """Why an include is refused: the exercise's allow-list, or the whole program's (grader.program)."""
         if self.allowed == ALLOWED_INCLUDES:
             return (f"the exercise needs no header; only {', '.join(sorted(ALLOWED_INCLUDES))} may be included, "
                     "each as a plain #include line")
-        return ("a submission can include no header of its own (the grader reads no file); a program may include "
-                "the standard C and C++ headers and the CUDA runtime's (cstdio, vector, cuda_runtime.h, ...: see "
-                "the README), each as a plain #include line; paste what the kernel needs into the file")
+        return ("the grader reads no header: a program may include only standard C and C++ headers and the CUDA "
+                "runtime's (cstdio, vector, cuda_runtime.h, ...: PROGRAM_INCLUDES in grader/directives.py), each as "
+                "a plain #include line, and they are never read; paste what the kernel needs from any other header "
+                "into the file")
 
     def skip_gap(self, j: int) -> int:
         s = self.s
