@@ -167,8 +167,13 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
 
 
 def prepare(text: str, name: str) -> tuple[str, Extracted | None]:
-    """(the text NVRTC compiles, what was extracted from a whole program or None): prepare_for_nvrtc, with
-    the extraction summary. Raises SubmissionError (stage "source") as prepare_for_nvrtc does."""
+    """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here).
+
+    Returns (the text NVRTC compiles, the extraction): for a file with device code only, prepare_for_nvrtc's
+    text as it always was and None; for a whole program (grader.program), the prelude and the kernel with the
+    device code it uses, and the Extracted that says what was kept and ignored. Raises SubmissionError (stage
+    "source") naming the line of a refused construct, or of a kernel that cannot be separated from its program.
+    """
     name = safe_source_name(name)
     extracted = extract(normalize(text), name)
     return PRELUDE + extracted.text, extracted if extracted.whole_program else None
