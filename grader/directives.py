@@ -54,6 +54,22 @@ ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint",
 """Headers a student may name. NVRTC has their contents built in (math functions, size_t) or the grader's
 prelude supplies them (fixed-width integers), so each is blanked; nothing is read."""
 
+PROGRAM_INCLUDES = ALLOWED_INCLUDES | frozenset({
+    # C headers and their C++ forms
+    "assert.h", "cassert", "ctype.h", "cctype", "errno.h", "cerrno", "float.h", "cfloat", "inttypes.h",
+    "cinttypes", "limits.h", "climits", "stdbool.h", "stddef.h", "cstddef", "stdio.h", "cstdio", "stdlib.h",
+    "cstdlib", "string.h", "cstring", "time.h", "ctime",
+    # C++ standard library headers a host program uses
+    "algorithm", "array", "chrono", "fstream", "functional", "iomanip", "iostream", "limits", "map", "memory",
+    "numeric", "random", "set", "sstream", "string", "tuple", "unordered_map", "utility", "vector",
+    # the CUDA runtime's host API
+    "cuda_runtime_api.h", "device_launch_parameters.h",
+})
+"""Headers a whole program may name besides ALLOWED_INCLUDES (grader.program): host-only headers of the C and
+C++ standard libraries and the CUDA runtime API. Each is blanked like the others, never read; the kernel
+extracted from the program cannot use what they declare (`std::` names, `printf` is NVRTC's own). Headers
+whose contents device code needs (cuda_fp16.h, cooperative_groups.h, curand_kernel.h) are not here."""
+
 ALLOWED_DIRECTIVES = frozenset({"define", "undef", "if", "ifdef", "ifndef", "elif", "else", "endif",
                                 "pragma", "error", "warning"})
 FORBIDDEN_IDENTIFIERS = frozenset({"__has_include", "__has_include_next", "__has_embed"})
@@ -115,11 +131,14 @@ def normalize(text: str) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def scan(text: str) -> Scan:
+def scan(text: str, allowed: frozenset[str] = ALLOWED_INCLUDES) -> Scan:
     """Scan `text` (any line endings) and return its normalized form with allowed includes blanked, or the
-    first refused construct with its 1-based line in the normalized text. Never raises for any input text."""
+    first refused construct with its 1-based line in the normalized text. Never raises for any input text.
+
+    allowed: the header names an `#include` may name (ALLOWED_INCLUDES; grader.program passes
+    PROGRAM_INCLUDES for a whole program). Every other include form is refused whatever `allowed` holds."""
     text = normalize(text)
-    lexer = _Lexer(text)
+    lexer = _Lexer(text, allowed)
     stop, refusal = lexer.run(0)
     if refusal:
         return Scan(refusal=refusal, directives=lexer.directives, listed_before=min(refusal[0], lexer.line(stop)))
@@ -137,7 +156,8 @@ class _Lexer:
     """Lexes the spliced text; `lines[k]` and `offsets[k]` are the normalized text's line and index of spliced
     character k, `splices` the spliced indices a splice was removed just before."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, allowed: frozenset[str] = ALLOWED_INCLUDES) -> None:
+        self.allowed = allowed
         pieces, self.lines, self.offsets, self.splices = [], [], [], []
         pos, line, length = 0, 1, 0
         for m in [*_SPLICE.finditer(text), None]:
@@ -305,14 +325,23 @@ class _Lexer:
         if name == "include":
             rest = s[m.end() : eol]
             inc = _ALLOWED_INCLUDE.match(rest)
-            if inc and inc.group(1) in ALLOWED_INCLUDES and "/*" not in rest[: inc.start(1)]:
+            if inc and inc.group(1) in self.allowed and "/*" not in rest[: inc.start(1)]:
                 # Blank from the `#` to the line's end only: text before the `#` (a comment's `*/`) stays.
                 self.blank_spans.append((self.offset(at), self.offset(eol)))
                 return eol, None
         return at, (self.line(at), f"{s[at:at + width]}{name}", (
-            f"the exercise needs no header; only {', '.join(sorted(ALLOWED_INCLUDES))} may be included, each as a "
-            "plain #include line" if name in ("include", "include_next", "import", "embed")
+            self.include_refusal() if name in ("include", "include_next", "import", "embed")
             else f"the directive `{name}` is not allowed in a submission"))
+
+    def include_refusal(self) -> str:
+        """Why an include is refused: the exercise's allow-list, or the whole program's (grader.program)."""
+        if self.allowed == ALLOWED_INCLUDES:
+            return (f"the exercise needs no header; only {', '.join(sorted(ALLOWED_INCLUDES))} may be included, "
+                    "each as a plain #include line")
+        return ("the grader reads no header: a program may include only standard C and C++ headers and the CUDA "
+                "runtime's (cstdio, vector, cuda_runtime.h, ...: PROGRAM_INCLUDES in grader/directives.py), each as "
+                "a plain #include line, and they are never read; paste what the kernel needs from any other header "
+                "into the file")
 
     def skip_gap(self, j: int) -> int:
         s = self.s

@@ -5,7 +5,8 @@ not UTF-8, over the size cap) with an `InputError`. Preparing refuses every incl
 allow-list, line markers, `__has_include` and token pasting with a `SubmissionError` (the lexer and the
 reasons are in grader.directives). The file name goes into a `#line` directive, so it is reduced to safe
 characters first (a name holding a quote and a newline could inject an include). The `// grade:` block is
-parsed by `grader.contract`.
+parsed by `grader.contract`. A whole program (host code around the kernel) is reduced to the kernel and the
+device code it uses by `grader.program`; `Submission.program` says what was kept and what was left out.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.contract import Contract, parse_contract
-from grader.directives import normalize, scan
+from grader.directives import normalize
 from grader.errors import InputError, SubmissionError
+from grader.program import Extracted, extract
 
 MAX_SOURCE_BYTES = 256 * 1024
 """Size cap of a submission file; a solution to the exercise is under 5 KiB."""
@@ -39,8 +41,11 @@ class Submission:
     """One submission, read and prepared.
 
     path: where it was read from; name: the file name NVRTC reports in diagnostics; text: the file as
-    written; compile_text: what NVRTC compiles (prelude, then `#line 1` and the text with allowed
-    includes blanked, so diagnostics keep the student's line numbers); sha256: of the file's bytes.
+    written (normalized: LF line ends); compile_text: what NVRTC compiles (prelude, then `#line 1` and the text
+    with allowed includes blanked, so diagnostics keep the student's line numbers; for a whole program the
+    kernel and the device code it uses, each piece after a `#line` of its own line); sha256: of the file's
+    bytes; program: for a whole program, what was kept and ignored (grader.program.Extracted: `kept`,
+    `ignored`, `summary()`), else None.
     """
 
     path: Path
@@ -49,6 +54,7 @@ class Submission:
     compile_text: str
     sha256: str
     contract: Contract
+    program: Extracted | None = None
 
 
 def read_submission(path: str | Path) -> Submission:
@@ -56,7 +62,8 @@ def read_submission(path: str | Path) -> Submission:
 
     Raises InputError (exit 2) for a missing path, a folder, a file not named .cu (a .cpp or .c file), a file
     that cannot be read (permissions), an empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed
-    `// grade:` block; SubmissionError (stage "source") for a refused include.
+    `// grade:` block; SubmissionError (stage "source") for a refused include, or a whole program whose kernel
+    cannot be separated from its host code (grader.program.extract).
     """
     p = Path(path)
     try:
@@ -79,13 +86,15 @@ def read_submission(path: str | Path) -> Submission:
     text = normalize(decode_source(raw, str(p)))
     contract = parse_contract(text, str(p))
     name = safe_source_name(p.name)
+    compile_text, program = prepare(text, name)
     return Submission(
         path=p,
         name=name,
         text=text,
-        compile_text=prepare_for_nvrtc(text, name),
+        compile_text=compile_text,
         sha256=hashlib.sha256(raw).hexdigest(),
         contract=contract,
+        program=program,
     )
 
 
@@ -158,16 +167,26 @@ def wide_encoding(raw: bytes) -> str | None:
 
 def prepare_for_nvrtc(text: str, name: str) -> str:
     """Return the text NVRTC compiles: the prelude, `#line 1 "name"`, then `text` normalized (LF line ends,
-    no byte order mark) with allowed includes blanked (grader.directives).
+    no byte order mark) with allowed includes blanked (grader.directives); for a whole program, the prelude
+    and the kernel extracted from it (grader.program).
 
-    Raises SubmissionError (stage "source") naming the line of any refused construct.
+    Raises SubmissionError (stage "source") naming the line of any refused construct, or of a kernel that
+    cannot be separated from its program.
+    """
+    return prepare(text, name)[0]
+
+
+def prepare(text: str, name: str) -> tuple[str, Extracted | None]:
+    """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here).
+
+    Returns (the text NVRTC compiles, the extraction): for a file with device code only, prepare_for_nvrtc's
+    text as it always was and None; for a whole program (grader.program), the prelude and the kernel with the
+    device code it uses, and the Extracted that says what was kept and ignored. Raises SubmissionError (stage
+    "source") naming the line of a refused construct, or of a kernel that cannot be separated from its program.
     """
     name = safe_source_name(name)
-    result = scan(text)
-    if result.refusal:
-        line, token, why = result.refusal
-        raise SubmissionError("source", f"{name}:{line}: refused `{token}`: {why}")
-    return f'{PRELUDE}#line 1 "{name}"\n{result.normalized}'
+    extracted = extract(normalize(text), name)
+    return PRELUDE + extracted.text, extracted if extracted.whole_program else None
 
 
 def safe_source_name(name: str) -> str:

@@ -13,7 +13,7 @@ LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.model", "grader.directives"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass"],
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.program"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],

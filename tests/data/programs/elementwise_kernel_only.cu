@@ -1,0 +1,42 @@
+// Kernel alone: the biasGeluFused of elementwise.cu (its twin) with the constant and the helper it uses, as today's submissions are. Expected: not a whole program, compiled as before (gold on an H200), the same verdict as elementwise.cu.
+//
+// grade: params = x, bias, out, cols
+// grade: grid = row
+// grade: block = 256
+// grade: elems_per_thread = 4
+// grade: row = biasGeluFused | 1 | 2 | 0.4881 | 4124.5 | 0.96
+// grade: claim = It reached 0.96 of the copy floor; it cannot exceed 1 because it reads one buffer and writes one, exactly what copyFloor moves.
+
+#include <cuda_runtime.h>
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;  // 1 / sqrt(2)
+
+// The exact GELU: x times the standard normal CDF, which is what PyTorch
+// computes for approximate='none'.
+__device__ __forceinline__ float geluErf(float x) {
+    return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+}
+
+// Exercise: bias + exact GELU in one pass. Two floats per element. Each thread moves 4 floats with one
+// 16-byte load and one 16-byte store; rows that are not 16-byte aligned (cols % 4 != 0) take a scalar path.
+__global__ void biasGeluFused(const float* __restrict__ x, const float* __restrict__ bias,
+                              float* __restrict__ out, size_t cols) {
+    const size_t col = 4 * (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x);
+    const size_t rowBase = blockIdx.y * cols;
+    if ((cols & 3) == 0) {
+        if (col < cols) {
+            const float4 v = *reinterpret_cast<const float4*>(x + rowBase + col);
+            const float4 b = *reinterpret_cast<const float4*>(bias + col);
+            float4 r;
+            r.x = geluErf(v.x + b.x);
+            r.y = geluErf(v.y + b.y);
+            r.z = geluErf(v.z + b.z);
+            r.w = geluErf(v.w + b.w);
+            *reinterpret_cast<float4*>(out + rowBase + col) = r;
+        }
+    } else {
+        for (size_t c = col; c < col + 4 && c < cols; ++c) {
+            out[rowBase + c] = geluErf(x[rowBase + c] + bias[c]);
+        }
+    }
+}
