@@ -25,7 +25,7 @@ from grader.errors import Busy, GraderError, NoGpuError, Stage, SubmissionError,
 from grader.hints import code_hints
 from grader.launch import LaunchSpec
 from grader.measure import Measurement, measure
-from grader.report import CompileSummary, GradeReport, Verdict, error_report
+from grader.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
 from grader.signature import check_params, source_signature
 from grader.source import Submission, read_submission
 from grader.timing import FLOOR_SCALAR, Table
@@ -176,8 +176,12 @@ def assemble(out: Outcome) -> GradeReport:
     driver's registers and local memory where ptxas's log said nothing), verifications, the measurement,
     kernel output, and the flags and hints, which never change the verdict."""
     sub = out.sub
+    program = sub.program
     report = GradeReport(file=out.file, sha256=sub.sha256, verdict="error", reason="", seed=out.seed,
                          versions=versions(), contract=sub.contract, sandbox=sandbox.state().describe(),
+                         program=ProgramSummary(summary=program.summary(), kept=list(program.kept),
+                                                ignored=list(program.ignored))
+                         if program is not None and program.whole_program else None,
                          gpu=out.gpu, verification=list(out.verification),
                          kernel_output=out.printed.lines, kernel_output_dropped=out.printed.dropped)
     if out.compiled is not None:

@@ -54,6 +54,16 @@ class ByteModel(ReportModel):
     not_counted: str = "bias: one cols-float vector read by every row from cache"
 
 
+class ProgramSummary(ReportModel):
+    """A whole program handed in (grader.program): what was graded and what was left out. `summary` is the
+    report's line; `kept` the device code compiled with the kernel, `ignored` the names left out (host code,
+    other kernels)."""
+
+    summary: str
+    kept: list[str] = []
+    ignored: list[str] = []
+
+
 class GradeReport(ReportModel):
     """Everything one grading produced. `verdict` is gold, silver, fail, error (could not be run: `stage`
     says where it stopped), no-gpu (static checks only) or busy (correct, but the GPU was shared while it
@@ -64,7 +74,8 @@ class GradeReport(ReportModel):
     staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds the DRAM and L2 bytes Nsight Compute
     measured (grade --counters; grader.counters; never part of the verdict). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
-    the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox)."""
+    the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox). `program` says what
+    was graded of a whole program (grader.program), None for a file that holds the kernel alone."""
 
     schema_version: int = SCHEMA_VERSION
     file: str
@@ -78,6 +89,7 @@ class GradeReport(ReportModel):
     versions: dict[str, str] = {}
     gpu: GpuInfo | None = None
     contract: Contract | None = None
+    program: ProgramSummary | None = None
     compile: CompileSummary | None = None
     byte_model: ByteModel = ByteModel()
     verification: list[Verification] = []
@@ -135,6 +147,8 @@ def render_text(r: GradeReport) -> str:
         )
     if r.versions:
         out.append("Versions: " + ", ".join(f"{name} {v}" for name, v in r.versions.items()))
+    if r.program:
+        out.append(f"Program: {r.program.summary}.")
     bm = r.byte_model
     bias_note = bm.not_counted
     if r.bench_cols:
