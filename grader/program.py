@@ -26,9 +26,9 @@ text, by the same lexer with the exercise's own allow-list, and NVRTC compiles e
 returned. The only text not scanned is the grader's own `#line N "name"` before each piece (so diagnostics
 keep the student's line numbers): each stands where the scan saw a placeholder directive on a line of its own.
 
-This is not a C++ parser. A tokenizer that knows comments, literals, preprocessor lines and brace nesting
-splits the file into declarations at `;` or `}` at depth 0 (a namespace or `extern "C"` block is opened and
-split inside), and a declaration's references are the identifiers in it. Everything is linear in the file's
+This is not a C++ parser. The tokens (grader.program_tokens: comments, literals, preprocessor lines, the
+`#if` branches NVRTC certainly skips) are split into declarations at `;` or `}` at depth 0 (a namespace or
+`extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it. Everything is linear in the file's
 length: every token is looked at a bounded number of times, and every name is resolved once.
 
 A file that is only device code (today's submissions) is not a whole program: it compiles as before, byte for
@@ -46,28 +46,15 @@ from dataclasses import dataclass
 from grader import exercise
 from grader.directives import PROGRAM_INCLUDES, Scan, scan
 from grader.errors import SubmissionError
+from grader.program_tokens import CONDITIONALS, Tokens
 
 __all__ = ["PROGRAM_INCLUDES", "Extracted", "Part", "extract"]
 
 LINE_PLACEHOLDER = "#pragma grader_line"
 """Stands where a `#line` directive goes while the extracted text is scanned (the lexer refuses `#line`)."""
 
-_TOKEN = re.compile("|".join((
-    r"(?P<p1>[{}()\[\];,=*&+!?~^|>])",  # punctuators that start no longer token: the common case first
-    r"(?P<nl>\n)",
-    r"(?P<skip>[ \t\f\v]+|//[^\n]*|/\*[\s\S]*?\*/)",
-    r'(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\ \t\v\f\n"]{0,16})\([\s\S]*?\)(?P=delim)"(?:[A-Za-z_]\w*)?)',
-    r'(?P<str>(?:u8|u|U|L)?"(?:[^"\\\n]|\\[^\n]|\\(?=\n))*(?:"(?:[A-Za-z_]\w*)?)?)',
-    r"(?P<chr>(?:u8|u|U|L)?'(?:[^'\\\n]|\\[^\n]|\\(?=\n))*'?)",
-    r"(?P<num>\.?[0-9](?:[eEpP][+-]|'|[A-Za-z0-9_.])*)",
-    r"(?P<id>[A-Za-z_]\w*)",
-    r"(?P<p>::|->|<%|%>|%:|[\s\S])",
-)), re.ASCII)
-_KIND = {"p1": "p", "raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "p": "p"}
-
 _OPEN, _CLOSE = ("{", "<%"), ("}", "%>")
-_CONDITIONALS = frozenset({"if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef"})
-_KEPT_DIRECTIVES = _CONDITIONALS | {"pragma", "error", "warning"}
+_KEPT_DIRECTIVES = CONDITIONALS | {"pragma", "error", "warning"}
 _FUNCTION_SPACES = frozenset({"__global__", "__device__", "__host__"})
 _VARIABLE_SPACES = frozenset({"__device__", "__constant__", "__shared__", "__managed__"})
 _SPACES = _FUNCTION_SPACES | _VARIABLE_SPACES
@@ -98,9 +85,6 @@ _TYPE_WORDS = frozenset({"void", "bool", "char", "short", "int", "long", "float"
 _VECTOR_TYPE = re.compile(r"u?(?:char|short|int|long|longlong)[1-4]|(?:float|double)[1-4]", re.ASCII)
 _MAX_KERNEL_DEFINITIONS = 16
 _NOT_PLAIN = frozenset({"typedef", "using", "namespace", "template", "extern", "static_assert"})
-_NVRTC_PREDEFINED = frozenset({"__CUDACC__", "__CUDA_ARCH__", "__CUDACC_RTC__", "__cplusplus"})
-"""Macros NVRTC defines (checked with NVRTC 13); it defines none without a leading underscore."""
-_DEFINED = re.compile(r"(! )?defined (?:\( (\w+) \)|(\w+))", re.ASCII)
 _BLANKS = re.compile(r"[ \t\f\v\n]*")
 
 
@@ -244,18 +228,15 @@ class _Decl:
 class _Program:
     """A scanned submission split into declarations; `extract` does the rest.
 
-    Tokens are four parallel lists (`kinds`, `texts`, `starts`, `ends`: positions in the spliced text `s`);
-    a directive is one token of kind 'd' whose text is its name and whose own tokens are in `subs`.
+    Its tokens are grader.program_tokens.Tokens' parallel lists (`kinds`, `texts`, `starts`, `ends`), `subs`
+    (a directive's own tokens) and `nodes` (the `#if` branches around each token).
     """
 
     def __init__(self, result: Scan, name: str, kernel: str) -> None:
         self.text, self.name, self.kernel = result.normalized, name, kernel
-        self.newlines = [m.start() for m in re.finditer("\n", self.text)]
-        self._splice_map()
-        starts = {self._spliced_at(d.offset) for d in result.directives
-                  if self.text.startswith(("#", "%:"), d.offset)}
-        self._tokenize(starts)
-        self._live_tokens()
+        tokens = self.tokens = Tokens(result.normalized, (d.offset for d in result.directives))
+        self.kinds, self.texts, self.starts, self.ends = tokens.kinds, tokens.texts, tokens.starts, tokens.ends
+        self.subs, self.nodes, self.tok_line = tokens.subs, tokens.nodes, tokens.tok_line
         self.decls: list[_Decl] = []
         self.inner: list[_Decl] = []  # `#define`/`#undef` lines inside other declarations
         self.host_only: dict[str, list[int]] = {}  # names only host code defines
@@ -273,155 +254,6 @@ class _Program:
             if d.kind == "function":
                 self._describe_function(d)
                 self.has_host_code = self.has_host_code or not d.device
-
-    # --- text positions ---------------------------------------------------------------------------------
-
-    def _splice_map(self) -> None:
-        """The text with line splices removed (`self.s`), and the segments that map its indices back."""
-        pieces, self.seg_spliced, self.seg_text = [], [0], [0]
-        pos = length = 0
-        for m in re.finditer(r"\\\n", self.text):
-            pieces.append(self.text[pos:m.start()])
-            length += m.start() - pos
-            pos = m.end()
-            self.seg_spliced.append(length)
-            self.seg_text.append(pos)
-        pieces.append(self.text[pos:])
-        self.s = "".join(pieces)
-
-    def _offset(self, k: int) -> int:
-        """The index in the text of spliced index k."""
-        j = bisect.bisect_right(self.seg_spliced, k) - 1
-        return self.seg_text[j] + k - self.seg_spliced[j]
-
-    def _spliced_at(self, offset: int) -> int:
-        j = bisect.bisect_right(self.seg_text, offset) - 1
-        return self.seg_spliced[j] + offset - self.seg_text[j]
-
-    def _line(self, offset: int) -> int:
-        return bisect.bisect_right(self.newlines, offset - 1) + 1
-
-    def tok_line(self, t: int) -> int:
-        """The 1-based line of token t in the student's file."""
-        return self._line(self._offset(self.starts[t])) if self.starts else 1
-
-    # --- tokens -------------------------------------------------------------------------------------------
-
-    def _tokenize(self, directive_starts: set[int]) -> None:
-        """Tokens of the spliced text: kind 'i' identifier, 'p' punctuator, 's' literal, 'n' number, 'd'
-        directive (text: its name, '' for the null directive; its own tokens, (kind, text, start, end), in
-        `subs`). Comments and blanks are dropped; a directive runs from its `#` to the end of its logical
-        line (`directive_starts`: where grader.directives saw one)."""
-        kinds: list[str] = []
-        texts: list[str] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        subs: dict[int, list] = {}
-        current: list | None = None
-        kind_of = _KIND
-        for m in _TOKEN.finditer(self.s):
-            group = m.lastgroup
-            if group == "skip":
-                continue
-            if group == "nl":
-                current = None
-                continue
-            start, end = m.span()
-            if current is None and start not in directive_starts:
-                kinds.append(kind_of[group])
-                texts.append(m.group())
-                starts.append(start)
-                ends.append(end)
-                continue
-            tok = (kind_of[group], m.group(), start, end)
-            if current is None:  # a directive starts: one token to the end of its logical line
-                current = [tok]
-                subs[len(kinds)] = current
-                kinds.append("d")
-                texts.append("")
-                starts.append(start)
-                ends.append(end)
-            else:
-                current.append(tok)
-                ends[-1] = end
-        for t, sub in subs.items():
-            texts[t] = sub[1][1] if len(sub) > 1 and sub[1][0] == "i" else ""
-        self.kinds, self.texts, self.starts, self.ends, self.subs = kinds, texts, starts, ends, subs
-
-    def _live_tokens(self) -> None:
-        """Drop the tokens of the `#if` branches NVRTC certainly skips (see `_condition`), keeping the
-        conditional directives themselves, and give every token the node of the `#if` branches around it
-        (`self.nodes`, for telling alternatives apart)."""
-        kinds, texts, starts, ends, subs = self.kinds, self.texts, self.starts, self.ends, self.subs
-        self.file_macros = {sub[2][1] for t, sub in subs.items()
-                            if texts[t] in ("define", "undef") and len(sub) > 2 and sub[2][0] == "i"}
-        keep: list[int] = []
-        nodes: list[tuple | None] = []
-        stack: list[list] = []  # per group: [id, branch, taken, dead, node before the group]
-        dead = groups = 0
-        node = None
-        for t in range(len(kinds)):
-            if kinds[t] == "d" and texts[t] in _CONDITIONALS:
-                word = texts[t]
-                outer = dead  # the groups around this directive's own group
-                if word in ("if", "ifdef", "ifndef"):
-                    known = self._condition(word, subs[t])
-                    groups += 1
-                    stack.append([groups, 0, known is True, known is False, node])
-                    dead += known is False
-                    node = (groups, 0, node)
-                elif word == "endif":
-                    if stack:
-                        g = stack.pop()
-                        dead -= g[3]
-                        node = g[4]
-                    outer = dead
-                elif stack:
-                    g = stack[-1]
-                    outer = dead - g[3]
-                    known = True if word == "else" else self._condition(word, subs[t])
-                    now_dead = g[2] or known is False
-                    g[2] = g[2] or known is True
-                    g[1] += 1
-                    dead += now_dead - g[3]
-                    g[3] = now_dead
-                    node = (g[0], g[1], g[4])
-                if not outer:  # kept, taken or not, so the conditional structure stays whole
-                    keep.append(t)
-                    nodes.append(node)
-            elif not dead:
-                keep.append(t)
-                nodes.append(node)
-        if len(keep) != len(kinds):
-            self.kinds = [kinds[t] for t in keep]
-            self.texts = [texts[t] for t in keep]
-            self.starts = [starts[t] for t in keep]
-            self.ends = [ends[t] for t in keep]
-            self.subs = {k: subs[t] for k, t in enumerate(keep) if t in subs}
-        self.nodes = nodes
-
-    def _condition(self, word: str, sub: list) -> bool | None:
-        """The value of a conditional directive's condition where it is certain, else None: `0`, `1`, `false`,
-        `true`; `#ifdef X`, `#ifndef X`, `defined(X)`, `!defined X` for a macro X that NVRTC predefines
-        (`__CUDACC__`, `__CUDA_ARCH__`, ...: true) or that nothing defines (a name without a leading `_` that
-        no `#define` or `#undef` of the file names, as the grader passes no -D: false)."""
-        words = [x[1] for x in sub[2:]]
-        negate = word in ("ifndef", "elifndef")
-        if word in ("ifdef", "ifndef", "elifdef", "elifndef"):
-            name = words[0] if len(words) == 1 else ""
-        else:
-            text = " ".join(words)
-            if text in ("0", "false", "1", "true"):
-                return text in ("1", "true")
-            m = _DEFINED.fullmatch(text)
-            if not m:
-                return None
-            negate, name = bool(m.group(1)), m.group(2) or m.group(3)
-        if not name or name in self.file_macros:
-            return None
-        if name in _NVRTC_PREDEFINED:
-            return not negate
-        return negate if not name.startswith("_") else None
 
     # --- declarations -----------------------------------------------------------------------------------
 
@@ -981,7 +813,7 @@ class _Program:
         stack: list[int] = []
         for k, d in enumerate(decls):
             g = stack[-1] if stack else None
-            if d.kind == "directive" and d.directive in _CONDITIONALS:
+            if d.kind == "directive" and d.directive in CONDITIONALS:
                 if d.directive in ("if", "ifdef", "ifndef"):
                     g = len(directives)
                     parents.append(stack[-1] if stack else None)
@@ -1092,12 +924,12 @@ class _Program:
         size = lines = 0
         end = -1
         for first, last in pieces:
-            a, b = self._offset(self.starts[first]), self._offset(self.ends[last] - 1) + 1
+            a, b = self.tokens.offset(self.starts[first]), self.tokens.offset(self.ends[last] - 1) + 1
             if end >= 0 and a >= end and _BLANKS.fullmatch(text, end, a):
                 chunk = text[end:b]
             else:
                 lead = "\n" if out else ""
-                marks.append((size + len(lead), lines + len(lead) + 1, self._line(a)))
+                marks.append((size + len(lead), lines + len(lead) + 1, self.tokens.line(a)))
                 chunk = f"{lead}{LINE_PLACEHOLDER}\n{text[a:b]}"
             out.append(chunk)
             size += len(chunk)
