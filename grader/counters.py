@@ -12,12 +12,13 @@ under CUDA_HOME/CUDA_PATH, or in the usual install folders), with caches flushed
 The child (`python -m grader.profiled FILE --rows R --cols C`) compiles the submission (sandboxed, as always),
 fills x and bias at the benchmark shape, then launches the submission once and the 16-byte copy once. The
 counters never change a verdict; without `ncu`, or without permission to read the counters, the report says
-why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver's RmProfilingAdminOnly=0).
+why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver option
+NVreg_RestrictProfilingToAdminUsers=0, which /proc/driver/nvidia/params shows as RmProfilingAdminOnly: 0).
 
 Findings, against the byte model (grader.exercise: x read once, out written once, 8 bytes per element; the
 bias is one cols-float row read from cache):
 - measured over the model by more than MODEL_SLACK: which side (reads or writes) and the usual causes;
-- measured under what a correct kernel must move (reads and writes of 4 bytes per element each, less
+- measured under what a correct kernel must move (what the 16-byte copy moved on each side, less
   UNDER_SLACK): a kernel that skips work, or a measurement that did not see the launch.
 """
 
@@ -27,6 +28,7 @@ import csv
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,9 +43,16 @@ MODEL_SLACK = 0.05
 """Measured bytes per element may pass the model by this share before it is a finding (DRAM refresh, ECC and
 the bias row's one read add well under 1% at the benchmark shape)."""
 UNDER_SLACK = 0.05
-"""A kernel that reads or writes less than (1 - UNDER_SLACK) x 4 bytes per element cannot be correct."""
+"""A kernel that reads or writes less than (1 - UNDER_SLACK) x what the copy moved on that side (at most 4
+bytes per element) cannot be correct."""
 TIMEOUT_S = 120.0
 """Longest the profiled child may run (start-up, compile, one profiled launch of each kernel)."""
+VERSION_TIMEOUT_S = 30.0
+"""Longest `ncu --version` may take."""
+MAX_LOG_BYTES = 16 * 2**20
+"""A larger ncu report is not read (two launches' raw page is about 20 KB; the self-check's about 0.5 MB)."""
+LIMIT_S = TIMEOUT_S + VERSION_TIMEOUT_S + 30.0
+"""What one grading's counters may take in all: a batch gives its counters stage this long."""
 SEARCH = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
           "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 """Where `ncu` is looked for after PATH, CUDA_HOME and CUDA_PATH."""
@@ -106,39 +115,98 @@ def find_ncu() -> str | None:
 
 
 def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIMEOUT_S,
-            ncu: str | None = None) -> tuple[str, list[dict[str, str]]]:
+            ncu: str | None = None, on_start=None) -> tuple[str, list[dict[str, str]]]:
     """Run `child` (an argv) under ncu, each kernel launch whose name matches the regular expression `kernels`
-    (every launch when None) profiled once with caches flushed; returns ncu's
-    version line and one dict per profiled launch, in launch order (keys: "Kernel Name", the METRICS as
-    "name" -> value in bytes as text). Raises CountersUnavailable with the reason."""
+    (every launch when None) profiled once with caches flushed; returns ncu's version line and one dict per
+    profiled launch, in launch order (keys: "Kernel Name", the METRICS as "name" -> value in bytes as text).
+
+    ncu and the child run in a session of their own (POSIX), with stdout discarded (the profiled kernel's
+    printf lands there, so nothing it prints is read: not as CSV, not as a reason); ncu's report comes from
+    its --log-file, at most MAX_LOG_BYTES of it, and stderr's last line from at most its last 4 KiB. On a
+    timeout, an error or an interrupt the whole session is killed. on_start(pgid), when given, is called with
+    the session's process group as soon as it runs (a batch worker tells its parent, which kills that group
+    too if it has to stop the worker). Raises CountersUnavailable with the reason, and nothing else (a
+    KeyboardInterrupt passes through)."""
     ncu = ncu or find_ncu()
     if ncu is None:
         raise CountersUnavailable("no Nsight Compute here (`ncu` not on PATH, CUDA_HOME or the usual folders); "
                                   "install the CUDA toolkit's Nsight Compute to measure bytes")
     with tempfile.TemporaryDirectory(prefix="grade-ncu-") as tmp:
-        log = Path(tmp) / "ncu.csv"
+        version, _ = _run([ncu, "--version"], tmp, VERSION_TIMEOUT_S, "ncu --version", on_start)
+        log, err_path = Path(tmp) / "ncu.csv", Path(tmp) / "stderr.txt"
         cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--cache-control", "all",
                "--metrics", ",".join(METRICS), "--log-file", str(log),
                *(["--kernel-name", f"regex:{kernels}"] if kernels else []), *child]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            raise CountersUnavailable(f"ncu did not finish within {timeout_s:.0f} s") from None
-        except OSError as err:
-            raise CountersUnavailable(f"ncu could not be started ({err.strerror or err})") from None
+        _, returncode = _run(cmd, tmp, timeout_s, "ncu", on_start, stderr=err_path)
+        if log.exists() and log.stat().st_size > MAX_LOG_BYTES:
+            raise CountersUnavailable(f"ncu's report is over {MAX_LOG_BYTES // 2**20} MiB; not read")
         text = log.read_text(errors="replace") if log.exists() else ""
-        problem = _ncu_problem(text + "\n" + p.stdout + "\n" + p.stderr)
+        stderr = _tail(err_path, 4096)
+        problem = _ncu_problem(text + "\n" + stderr)
         if problem:
             raise CountersUnavailable(problem)
-        if p.returncode != 0:
-            last = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
-            raise CountersUnavailable(f"the profiled run failed (exit {p.returncode}: {last[:200]})")
-        version = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+        if returncode != 0:
+            last = (stderr.strip().splitlines() or ["no output"])[-1]
+            raise CountersUnavailable(f"the profiled run failed (exit {returncode}: {last[:200]})")
         return _version(version), parse_csv(text)
 
 
+def _run(cmd: list[str], cwd: str, timeout_s: float, what: str, on_start, stderr: Path | None = None
+         ) -> tuple[str, int]:
+    """Run `cmd` in a session of its own with stdout discarded (or, without `stderr`, its first 4 KiB kept:
+    `ncu --version`) and stderr to the file `stderr`; returns (what stdout kept, exit status). Kills the
+    session on a timeout, an error or an interrupt; raises CountersUnavailable for a timeout or a failed
+    start."""
+    keep = stderr is None
+    out_path = Path(cwd) / "stdout.txt"
+    try:
+        with open(out_path if keep else os.devnull, "wb") as out, \
+                open(stderr if stderr else os.devnull, "wb") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
+                                    start_new_session=os.name != "nt")
+    except OSError as err:
+        raise CountersUnavailable(f"{what} could not be started ({err.strerror or err})") from None
+    try:
+        if on_start is not None and os.name != "nt":
+            on_start(proc.pid)
+        returncode = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise CountersUnavailable(f"{what} did not finish within {timeout_s:g} s") from None
+    finally:
+        _kill_session(proc)
+    return (_tail(out_path, 4096, head=True) if keep else ""), returncode
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    """Kill `proc`'s session: what it left running (the profiled child) too. The group id cannot name another
+    process while any process of the group lives, and killing an empty group fails harmlessly."""
+    try:
+        if os.name == "nt":
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end
+        pass
+
+
+def _tail(path: Path, size: int, head: bool = False) -> str:
+    """At most `size` bytes of the file at `path` (its end, or with `head` its start), decoded leniently;
+    "" when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            if not head:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - size))
+            return f.read(size).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _ncu_problem(text: str) -> str:
-    """The reason in ncu's output that counters cannot be read, or ""."""
+    """The reason in ncu's log or stderr that counters cannot be read, or ""."""
     if "ERR_NVGPUCTRPERM" in text:
         return ("no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM): profiling needs root "
                 "or the driver option NVreg_RestrictProfilingToAdminUsers=0")
@@ -149,6 +217,7 @@ def _ncu_problem(text: str) -> str:
 
 
 def _version(text: str) -> str:
+    """"ncu VERSION" from `ncu --version`'s output (its last line, "Version 2025.3.1.0")."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return "ncu " + (lines[-1].removeprefix("Version ") if lines else "?")
 
@@ -183,23 +252,25 @@ def _number(text: str | None) -> float | None:
 
 
 def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCounters:
-    """KernelCounters of one parsed ncu row."""
+    """KernelCounters of one parsed ncu row (parse_csv: values in bytes) for a launch over `elements` output
+    elements; a metric missing from the row, or not a number, is None."""
     return KernelCounters(label=label, kernel=row.get("Kernel Name", "?"), elements=elements,
                           dram_read=_number(row.get(METRICS[0])), dram_write=_number(row.get(METRICS[1])),
                           l2_bytes=_number(row.get(METRICS[2])))
 
 
 # --- the submission ----------------------------------------------------------------------------------------
-def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0) -> Counters:
+def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0,
+                        on_start=None) -> Counters:
     """Profile one launch of the submission at `path` and one of the 16-byte copy at rows x cols (the graded
     benchmark shape; None: the card's benchmark shape, for a kernel that was not timed) in a child process
-    under ncu; return the counters and findings. Never raises: when the counters cannot be read,
-    `unavailable` says why."""
+    under ncu; return the counters and findings. on_start: as for run_ncu. Never raises (but a
+    KeyboardInterrupt passes through): when the counters cannot be read, `unavailable` says why."""
     child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--device", str(device)]
     if rows and cols:
         child += ["--rows", str(rows), "--cols", str(cols)]
     try:
-        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4")
+        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4", on_start=on_start)
     except CountersUnavailable as err:
         return Counters(unavailable=str(err))
     launched = _launched(rows_)
@@ -239,17 +310,29 @@ def verdict_allows(report) -> str:
 
 
 def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
-    """What the counters say of the byte model (module docstring)."""
+    """What the counters say of the byte model (module docstring), as sentences for the report.
+
+    yours, copy: the submission's launch and the 16-byte copy's, in bytes (per element: KernelCounters).
+    Over the model: a side (reads or writes) above 4 x (1 + MODEL_SLACK) bytes per element. Under it: a side
+    below (1 - UNDER_SLACK) x what the copy moved on that side in the same process (4 bytes per element where
+    the copy was not measured). The copy is the yardstick because a correct kernel moves what it moves, and
+    its measured writes sit under 4 (the L2 still holds dirty lines when a launch ends: up to the L2's size,
+    1/16 of a buffer at the benchmark shape)."""
     model = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
     side = model / 2
     read, write = yours.per_elem(yours.dram_read), yours.per_elem(yours.dram_write)
     if read is None or write is None:
+        if not yours.elements:
+            return ["ncu gave no launch of the 16-byte copy, so the elements per launch are not known"]
         return ["ncu gave no DRAM byte counts for the kernel"]
     out = []
     total = read + write
     copy_text = ""
+    copy_read = copy_write = side
     if copy is not None and copy.dram_per_elem is not None:
         copy_text = f"; the 16-byte copy moved {copy.dram_per_elem:.2f}"
+        copy_read = min(side, copy.per_elem(copy.dram_read))
+        copy_write = min(side, copy.per_elem(copy.dram_write))
     out.append(f"DRAM: {read:.2f} bytes read and {write:.2f} written per element, {total:.2f} in all, against the "
                f"model's {model:g} ({total / model:.3f} of it){copy_text}")
     if read > side * (1 + MODEL_SLACK):
@@ -259,11 +342,13 @@ def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
     if write > side * (1 + MODEL_SLACK):
         out.append(f"writes exceed the model ({write:.2f} > {side:g} bytes per element): out is written more than "
                    "once, or stores fill only part of each 32-byte sector (partial writes DRAM must merge)")
-    if read < side * (1 - UNDER_SLACK) or write < side * (1 - UNDER_SLACK):
+    need_read, need_write = copy_read * (1 - UNDER_SLACK), copy_write * (1 - UNDER_SLACK)
+    if read < need_read or write < need_write:
         out.append(f"fewer bytes than a correct kernel must move ({read:.2f} read, {write:.2f} written per element, "
-                   f"at least {side * (1 - UNDER_SLACK):.2f} each): a kernel that skips work, or a measurement "
+                   f"at least {need_read:.2f} and {need_write:.2f}): a kernel that skips work, or a measurement "
                    "that missed it; the verdict rests on the checked outputs, not on this")
     l2 = yours.per_elem(yours.l2_bytes)
     if l2 is not None:
-        out.append(f"L2: {l2:.2f} bytes per element through the L2 ({l2 / total:.2f} x the DRAM bytes)")
+        ratio = f" ({l2 / total:.2f} x the DRAM bytes)" if total > 0 else ""
+        out.append(f"L2: {l2:.2f} bytes per element through the L2{ratio}")
     return out
