@@ -9,7 +9,8 @@ started (imports only; CUDA is untouched until it has a job), so the start-up co
 
 Deadlines: start-up (imports, reading, CUDA context) and the run (verification plus timing) each get the
 run limit; compilation gets the compile limit, counted from the worker's `compile` stage message; the run
-limit starts again at its `verify` message. A worker
+limit starts again at its `verify` message; with --counters, the counters get grader.counters.LIMIT_S from
+the `counters` message, and a worker stopped then keeps the verdict it sent before (its `graded` message). A worker
 whose resident memory passes the memory limit is stopped too (NVRTC on an exploding template can take
 gigabytes in seconds). The batch's own process never touches CUDA.
 """
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grader
+from grader.counters import LIMIT_S as COUNTERS_LIMIT_S, Counters
 from grader.errors import Interrupted, Stage, WorkerStartError, stopped_in
 from grader.report import GradeReport, error_report
 from grader.text import printable
@@ -60,6 +62,7 @@ class Worker:
     buf: bytes = b""
     eof: bool = False
     messages: list[dict] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)  # process groups it started (its "child" messages)
 
     def read(self) -> None:
         """Read what the pipe holds; complete JSON lines go to `messages`; EOF sets `eof`."""
@@ -79,9 +82,15 @@ class Worker:
                 pass
 
     def stop(self) -> None:
-        """Kill the process (if alive), reap it and close its pipe."""
+        """Kill the process (if alive) and the process groups it reported (ncu and its profiled child, which run
+        in a session of their own), reap it and close its pipe."""
         if self.popen.poll() is None:
             self.popen.kill()
+        for pgid in self.groups:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:  # the group has ended
+                pass
         self.popen.wait()
         self.close()
 
@@ -128,6 +137,7 @@ class Job:
     stage: str = Stage.SETUP
     deadline: float = 0.0
     result: dict | None = None
+    graded: dict | None = None  # with --counters: the report before its counters ("graded" message)
 
 
 @dataclass
@@ -146,6 +156,8 @@ def timeout_reason(stage: str, compile_limit: float, run_limit: float) -> str:
                 "recursion or a huge unrolled loop?); the grading process was stopped")
     if stopped_in(stage) == Stage.SETUP:
         return f"the grading process did not start within {run_limit:g} s (CUDA start-up hung?); it was stopped"
+    if stage == Stage.COUNTERS:
+        return f"ncu did not finish within {COUNTERS_LIMIT_S:g} s; the grading process was stopped"
     doing = {Stage.VERIFY: "while verifying at the ragged shapes", Stage.TIME: "while being timed"}.get(stage, "")
     return (f"run time limit exceeded: the kernel did not finish within {run_limit:g} s {doing} (an endless loop "
             "such as while(1), or a kernel far too slow to time); the grading process was stopped").replace("  ", " ")
@@ -295,8 +307,14 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
                 job.stage = msg.get("stage", job.stage)
                 if job.stage == Stage.COMPILE:
                     job.deadline = now + compile_limit
-                elif job.stage in (Stage.VERIFY, Stage.COUNTERS):
+                elif job.stage == Stage.VERIFY:
                     job.deadline = now + run_limit
+                elif job.stage == Stage.COUNTERS:
+                    job.deadline = now + COUNTERS_LIMIT_S
+            elif event == "graded":
+                job.graded = msg
+            elif event == "child" and isinstance(msg.get("pgid"), int) and msg["pgid"] > 1:
+                w.groups.append(msg["pgid"])
             elif event == "result":
                 job.result = msg
         w.messages.clear()
@@ -312,9 +330,11 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
             if w.ready is None:
                 why = died_reason(Stage.SETUP, w.popen.returncode, tail)
                 raise WorkerStartError(f"the grading process failed to start ({why})")
-            finish(slot, item_error(job.item, stage, died_reason(job.stage, w.popen.returncode, tail)), {})
+            reason = died_reason(job.stage, w.popen.returncode, tail)
+            finish(slot, counters_lost(job, reason) or item_error(job.item, stage, reason), {})
         elif now > job.deadline:
-            finish(slot, item_error(job.item, stage, timeout_reason(job.stage, compile_limit, run_limit)), {})
+            reason = timeout_reason(job.stage, compile_limit, run_limit)
+            finish(slot, counters_lost(job, reason) or item_error(job.item, stage, reason), {})
         elif memory_limit and memory_bytes(w.popen.pid) > memory_limit:
             finish(slot, item_error(job.item, stage, memory_reason(job.stage, memory_limit)), {})
 
@@ -340,6 +360,16 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
                     discard(w)
             slot.job = slot.standby = None
         sel.close()
+
+
+def counters_lost(job: Job, reason: str) -> GradeReport | None:
+    """For a worker stopped while it measured counters: its graded report, with the counters unavailable for
+    `reason` (counters never change a verdict). None in any other stage."""
+    if job.stage != Stage.COUNTERS or job.graded is None:
+        return None
+    report = GradeReport.model_validate(job.graded["report"])
+    report.counters = Counters(unavailable=f"the counters were not measured: {reason}")
+    return report
 
 
 def memory_reason(stage: str, limit: float) -> str:

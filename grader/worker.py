@@ -13,9 +13,12 @@ Messages go to the parent as JSON lines on file descriptor N (never stdout: a ke
 stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
   {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.errors.PROGRESS)
+  {"event": "graded", "report": {...}}          with --counters: the GradeReport before its counters
+  {"event": "child", "pgid": G}                  with --counters: the process group of ncu and its child
   {"event": "result", "report": {...}, "phases": {...}}  the GradeReport and seconds per phase
-The parent applies the compile time limit from `compile` and the run time limit from `verify`; both come
-from grade_file's on_stage callback (PhaseClock), which also times the phases.
+The parent applies the compile time limit from `compile`, the run time limit from `verify` and the counters'
+limit (grader.counters.LIMIT_S) from `counters`; the stages come from grade_file's on_stage callback
+(PhaseClock), which also times the phases.
 
 `python -m grader.worker --probe` prints {"count": N, "names": [...], "reason": "..."} for the visible GPUs
 (the batch's parent never initialises CUDA itself), with "problem" and "exit" added when nothing can be graded
@@ -142,9 +145,12 @@ def grade_job(job: dict, channel: Channel) -> None:
             from grader.counters import Counters, submission_counters, verdict_allows
 
             why_not = verdict_allows(report)
+            # the verdict first: if the counters' stage is stopped, the parent keeps it (grader.pool)
+            channel.send_raw('{"event": "graded", "report": %s}' % report.model_dump_json())
             clock(Stage.COUNTERS)
-            report.counters = Counters(unavailable=why_not) if why_not else \
-                submission_counters(name, report.bench_rows, report.bench_cols)
+            report.counters = Counters(unavailable=why_not) if why_not else submission_counters(
+                name, report.bench_rows, report.bench_cols, on_start=lambda pgid: channel.send(event="child",
+                                                                                               pgid=pgid))
     except SandboxError as err:
         report = error(Stage.GRADER, f"{err}; the submission was not compiled")
     except InputError as err:

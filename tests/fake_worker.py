@@ -6,6 +6,8 @@ protocol (grader.worker's docstring) and behaves as the submission's first line 
   // FAKE: hang-run         reports `compile`, `verify`, then sleeps (run limit)
   // FAKE: segv             reports `compile`, `verify`, then dies of SIGSEGV
   // FAKE: exit             writes a line to stderr and exits 1 without a result
+  // FAKE: hang-counters    sends a gold `graded` report, starts `sleep` in a session of its own and reports
+                            its group (`child`), reports `counters`, then sleeps (the counters' limit)
   anything else             a normal error result, at once
 """
 
@@ -45,5 +47,15 @@ if mode == "segv":
 if mode == "exit":
     print("Traceback (most recent call last):\nRuntimeError: boom in the grader", file=sys.stderr)
     sys.exit(1)
+if mode == "hang-counters":
+    import subprocess
+
+    send(event="graded", report={"file": job["display"], "verdict": "gold", "stage": "grade", "reason": "0.96",
+                                 "fraction": 0.96})
+    child = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+    open(os.path.join(os.path.dirname(job["path"]), "..", "child.pid"), "w").write(str(child.pid))
+    send(event="child", pgid=child.pid)
+    send(event="stage", stage="counters", t=time.time())
+    time.sleep(3600)
 report = {"file": job["display"], "verdict": "error", "stage": "compile", "reason": f"fake result for {job['name']}"}
 send(event="result", phases={"total": 0.01}, report=report)

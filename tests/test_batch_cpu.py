@@ -419,6 +419,23 @@ def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, mo
     assert not _children(os.getpid()) or all(not _alive(p) for p in _children(os.getpid()))
 
 
+def test_a_worker_stopped_while_measuring_counters_keeps_its_verdict_and_leaves_no_profiler(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, str(FAKE_WORKER)])
+    monkeypatch.setattr(pool, "COUNTERS_LIMIT_S", 1.5)
+    cls = make_class(tmp_path, {"a.cu": "// FAKE: hang-counters\n"})
+    out = tmp_path / "out"
+    code = batch.main(["batch", str(cls), "--out", str(out), "--counters", "--run-limit", "30", "--quiet"])
+    assert code in (0, 3)
+    row = by_id(out)["a"]
+    assert row["verdict"] == "gold" and row["fraction"] == 0.96, row
+    assert "ncu did not finish within 1.5 s" in row["report"]["counters"]["unavailable"]
+    child = int((tmp_path / "child.pid").read_text())
+    deadline = time.time() + 5
+    while _alive(child) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the profiler's process group outlived its worker"
+
+
 def test_memory_limit_stops_an_exploding_compile(tmp_path):
     cls = make_class(tmp_path, {"deep.cu": DATA / "deep_template.cu", "ok.cu": REFUSED_INCLUDE})
     out = tmp_path / "out"
