@@ -393,8 +393,9 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
             parts = []
             for r in facts.division_routines:
                 size = next((n for f, n in sizes.items() if f.endswith(r)), None)
-                what = ("remainder" if "_rem_" in r else "division") + (" (64-bit" if r.endswith("64") else " (")
-                what += (", signed)" if r[-3] == "s" else ", unsigned)")
+                bits = r.rsplit("_", 1)[1]  # 'u64', 's32', ...
+                what = (f"{'remainder' if '_rem_' in r else 'division'} ({bits[1:]}-bit, "
+                        f"{'signed' if bits[0] == 's' else 'unsigned'})")
                 parts.append(f"a call to {r}, CUDA's integer {what} routine"
                              + (f" of {size} instructions" if size else ""))
             evidence = "; ".join(parts)
@@ -421,10 +422,11 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
             f"{kernel} uses local memory ({FROM_SASS}): {facts.local_loads} local load and {facts.local_stores} "
             f"local store instructions (LDL, STL){frame}{regs}. Local memory is per-thread memory in DRAM "
             "behind the caches: registers that ptxas spilled (the compile report's spill stores and loads), "
-            "or an array indexed with a value known only at run time, such as the counter of a loop that is "
-            "not unrolled. Either way it is traffic on top of the 8 bytes per element this kernel must move. "
-            "Index per-thread arrays only with constants (#pragma unroll over a fixed count) and keep few "
-            "values live per thread."
+            "an array indexed with a value known only at run time, such as the counter of a loop that is "
+            "not unrolled, or the arguments of a printf (stores only, where the printf runs). Spills and such "
+            "arrays are traffic on top of the 8 bytes per element this kernel must move. "
+            "Index per-thread arrays only with constants (#pragma unroll over a fixed count), keep few "
+            "values live per thread, and take printf out of the kernel you hand in."
         )
     target = arch or facts.arch
     limit = register_limited_warps(facts.registers, target) if facts.registers else None

@@ -111,8 +111,10 @@ _CUOBJ_RES_LINE = re.compile(r"\bREG:(\d+)\s+STACK:(\d+)")
 _NVINFO_ATTR = re.compile(r"//-+\s*nvinfo\s*:\s*(EIATTR_\w+)")
 _NVINFO_INDEX = re.compile(r"\.word\s+index@\(([\w$.]+)\)")
 _NVINFO_WORD = re.compile(r"\.word\s+(0x[0-9a-fA-F]+)\s*$")
-DIVISION_ROUTINE = re.compile(r"__cuda_sm\d+_(?:div|rem)_[us](?:16|32|64)\b")
-"""CUDA's integer division routines (`__cuda_sm20_rem_u64`, ...); float ones are `..._div_rn_..._f32...`."""
+DIVISION_ROUTINE = re.compile(r"(?:\$__internal_\d+_\$)?(__cuda_sm\d+_(?:div|rem)_[us](?:16|32|64))")
+"""The name (a full match) of a CUDA integer division routine as nvdisasm names a CALL's target
+(`$__internal_0_$__cuda_sm20_rem_u64`); group 1 is the routine ('__cuda_sm20_rem_u64'). Float ones are
+`..._div_rn_..._f32...`. A function of that name counts only when its body divides (division_starts)."""
 _DIVISION_SEQUENCE = re.compile(r"^I2F(?:\.[US](?:32|64))?\.RP$")
 _REG = re.compile(r"^[-!~|]*(U?R(?:\d+|Z))\b")
 _HEX = re.compile(r"^(-?)0x([0-9a-fA-F]+)$")
@@ -339,12 +341,23 @@ def _kill(proc: subprocess.Popen) -> None:
     not been reaped: until then its id, the group's id, cannot name another process."""
     if proc.poll() is not None:
         return
-    try:
-        if os.name == "nt":
+    if os.name == "nt":
+        try:
             proc.kill()
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:  # it ended meanwhile
+        except OSError:  # it ended meanwhile
+            pass
+    else:
+        _kill_group(proc.pid)
+
+
+def _kill_group(pgid: int) -> None:
+    """Kill the process group `pgid` (POSIX). Safe once its leader is reaped while a member still lives (a
+    group's id is not reused while the group has a member); an empty group fails harmlessly."""
+    if os.name == "nt":
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
         pass
 
 
@@ -394,8 +407,9 @@ def disassemble(cubin: bytes, tool: Disassembler, *, timeout_s: float | None = N
             proc.wait()
             reader.join(5)
             raise DisassemblyError(f"{tool.tool} ran for more than {timeout_s:g} s") from None
-        reader.join(timeout_s)
-        if reader.is_alive():  # something the tool started still holds its output open: not waited for
+        reader.join(min(timeout_s, 5.0))  # what is left in the pipe once the tool has exited is read at once
+        if reader.is_alive():  # something the tool started still holds its output open: kill it, not waited for
+            _kill_group(proc.pid)
             raise DisassemblyError(f"{tool.tool}'s output did not end when it exited")
         proc.stdout.close()
         if over.is_set():
@@ -622,6 +636,29 @@ def _constants(body: list[Instruction]) -> tuple[set[int], set[int]]:
     return floats, doubles
 
 
+def division_starts(body: list[Instruction]) -> set[str]:
+    """The I2F...RP opcodes in `body` that start an integer division by a run-time value: an `I2F.U32.RP`,
+    `I2F.RP` or `I2F.U64.RP` (the divisor as a float, rounded up) whose result is the operand of a later
+    `MUFU.RCP` (its reciprocal), registers followed in program order. A round-up conversion alone
+    (`__uint2float_ru`) is not one."""
+    pending: dict[str, str] = {}  # register -> the I2F...RP opcode whose result it holds
+    found: set[str] = set()
+    for ins in body:
+        args = ins.args()
+        dest = _reg(args[0]) if args else None
+        if ins.opcode.startswith("MUFU.RCP") and not ins.opcode.startswith("MUFU.RCP64") and len(args) > 1:
+            src = _reg(args[1])
+            if src in pending:
+                found.add(pending[src])
+        if dest is None or ins.root in _NO_DEST:
+            continue
+        if ins.root == "I2F" and _DIVISION_SEQUENCE.match(ins.opcode):
+            pending[dest] = ins.opcode
+        else:
+            pending.pop(dest, None)
+    return found
+
+
 def _exp_reciprocals(body: list[Instruction]) -> int:
     """MUFU.RCP instructions whose operand is 1 + e, where e is a MUFU.EX2 result (or a product with one):
     `MUFU.EX2 Ra`; [`FMUL Rb, Ra, s`]; `FADD Rc, Rb, 1` or `FFMA Rc, Rb, s, 1`; `MUFU.RCP Rd, Rc`. Registers
@@ -662,7 +699,8 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
     mufu: Counter[str] = Counter()
     local_loads = local_stores = exp_rcp = 0
     sequences: set[str] = set()
-    routines: list[str] = []
+    called: dict[str, str] = {}  # routine -> the function the CALL names
+    dividing: set[str] = set()  # functions with a division sequence in their body
     floats: set[int] = set()
     doubles: set[int] = set()
     count = 0
@@ -684,13 +722,15 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
                 local_stores += 1
             elif root == "MUFU":
                 mufu[ins.opcode.split(".")[1] if "." in ins.opcode else ins.opcode] += 1
-            elif root == "I2F" and _DIVISION_SEQUENCE.match(ins.opcode):
-                sequences.add(ins.opcode)
             elif root == "CALL":
                 target = _CALL_TARGET.search(ins.operands)
-                r = DIVISION_ROUTINE.search(target.group(1)) if target else None
-                if r and r.group() not in routines:
-                    routines.append(r.group())
+                r = DIVISION_ROUTINE.fullmatch(target.group(1)) if target else None
+                if r:
+                    called.setdefault(r.group(1), target.group(1))
+        starts = division_starts(body)
+        sequences |= starts
+        if starts:
+            dividing.add(name)
         f, d = _constants(body)
         floats |= f
         doubles |= d
@@ -704,7 +744,7 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
         global_stores=tuple(MemoryOp(op, _width(op), n) for op, n in sorted(stores.items())),
         local_loads=local_loads,
         local_stores=local_stores,
-        division_routines=tuple(sorted(routines)),
+        division_routines=tuple(sorted(r for r, f in called.items() if f in dividing)),
         division_sequences=tuple(sorted(sequences)),
         mufu=tuple(sorted(mufu.items())),
         exp_reciprocals=exp_rcp,

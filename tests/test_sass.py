@@ -144,6 +144,23 @@ def test_integer_divisions(name, source, routine, sequences):
 
 
 @needs_tool
+def test_a_helper_named_like_the_routine_and_round_up_conversions_are_not_divisions():
+    # a __noinline__ helper of the routine's name that does no division, __uint2float_ru / __ull2float_ru
+    # (I2F.U32.RP / I2F.U64.RP without the MUFU.RCP of a division)
+    head = ("extern \"C\" __device__ __noinline__ float __cuda_sm20_rem_u64(float v) { return v * 2.0f; }\n"
+            "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {\n"
+            "size_t col = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (col < cols) {"
+            "size_t i = blockIdx.y * cols + col;")
+    f = facts_of("named_helper", source=head + "out[i] = __cuda_sm20_rem_u64(x[i]) + bias[col]; } }")
+    assert not f.int_division and f.division_routines == (), f
+    round_up = head + "out[i] = x[i] + bias[col] + __uint2float_ru((unsigned)col) + __ull2float_ru(i); } }"
+    for tool in TOOLS:
+        f = facts_of("round_up", tool, source=round_up)
+        assert not f.int_division and f.division_sequences == (), (tool.tool, f)
+        assert not any("divides" in h for h in sass_hints(f, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+
+
+@needs_tool
 @pytest.mark.parametrize("name", ["scalar.cu", "float4.cu", "tanh.cu", "erf.cu", "normcdf.cu", "gold_float4.cu"])
 def test_no_division_in_row_grid_kernels(name):
     f = facts_of(name)
@@ -406,6 +423,28 @@ def test_a_failing_disassembler_falls_back_to_the_ptx(tmp_path, monkeypatch, bod
 
 
 @posix_only
+def test_a_child_left_holding_the_tools_output_is_killed(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", f'sleep 3600 & echo $! > "{pid_file}"; exit 0')))
+    t0 = time.monotonic()
+    with pytest.raises(DisassemblyError, match="output did not end when it exited"):
+        sass.disassemble(b"\x7fELF", tool, timeout_s=2.0)
+    assert time.monotonic() - t0 < 4.5  # the tool's exit, then at most 2 s for what is left in the pipe
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the tool's child outlived it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@posix_only
 def test_garbage_output_gives_no_facts(tmp_path):
     tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", "echo '/*0000*/ LDG.E R0, [R2] ;'")))
     assert sass.sass_facts(b"\x7fELF", "_Z13biasGeluFusedPKfS0_Pfm", tool) is None  # no function of that name
@@ -504,8 +543,9 @@ _Z1kv:
         .type           $__internal_0_$__cuda_sm20_rem_u64,@function
 $__internal_0_$__cuda_sm20_rem_u64:
         /*0070*/                   I2F.U64.RP R9, UR6 ;
-        /*0080*/                   RET.REL.NODEC R8 `(_Z1kv) ;
-        /*0090*/                   NOP;
+        /*0080*/                   MUFU.RCP R9, R9 ;
+        /*0090*/                   RET.REL.NODEC R8 `(_Z1kv) ;
+        /*00a0*/                   NOP;
 """
     listing = sass.parse_nvdisasm(text)
     f = sass.facts(listing, "_Z1kv")
@@ -513,5 +553,5 @@ $__internal_0_$__cuda_sm20_rem_u64:
     assert (f.registers, f.stack_frame, f.local_stores, f.exp_reciprocals) == (22, 32, 1, 1)
     assert f.division_routines == ("__cuda_sm20_rem_u64",) and f.division_sequences == ("I2F.U64.RP",)
     assert ops(f.global_loads) == [("LDG.E.128", 16, 1)]
-    assert f.function_sizes == (("_Z1kv", 7), ("$__internal_0_$__cuda_sm20_rem_u64", 2))
+    assert f.function_sizes == (("_Z1kv", 7), ("$__internal_0_$__cuda_sm20_rem_u64", 3))
     assert sass.facts(listing, "_Z5otherv") is None
