@@ -15,6 +15,7 @@ grader.timing.gbs's definition): GB/s = floats/elem x 4 x rows x cols / (ms x 1e
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from decimal import Decimal, InvalidOperation
@@ -32,6 +33,8 @@ _PERCENT = re.compile(r"\s*(?:%|percent)")
 _DECIMAL = re.compile(r"[0-9]*\.[0-9]+")
 _WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ASCII_WHOLE = re.compile(r"[0-9]+")
+_UNIT_AFTER = re.compile(r"[ \t]*(?:ms|us|\u00b5s|ns|s|[kKMGT]i?B/s|bytes?|floats?)(?![A-Za-z/])")
+"""A unit after a number: that number is a time, a bandwidth or a size, not the claimed fraction."""
 
 
 class StudentRow(ReportModel):
@@ -104,22 +107,46 @@ def parse_row(value: str) -> StudentRow:
 
 
 def parse_claim(value: str) -> StudentClaim:
-    """Parse the student's sentence; the stated fraction is the first 'NN%' or 'NN percent' (divided by
-    100), else the first decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's
-    closing period is not part of it). Numbers are ASCII digits; a run such as 1.2.3 is no number. Linear
-    in the length of the sentence: each run of digits and points is looked at once."""
+    """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
+    decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's closing period is not part
+    of it), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`). Where the
+    sentence names the copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest
+    those words wins ("At 1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.0" states 0.94);
+    elsewhere the first percentage, else the first such decimal. Numbers are ASCII digits; a run such as
+    1.2.3 is no number. Linear in the length of the sentence, but for a log factor."""
     claim = StudentClaim(raw=value)
-    runs = list(_RUN.finditer(value))
-    for m in runs:
+    percents: list[tuple[int, int, float]] = []
+    decimals: list[tuple[int, int, float]] = []
+    for m in _RUN.finditer(value):
         if _WHOLE_OR_DECIMAL.fullmatch(m.group()) and _PERCENT.match(value, m.end()):
-            claim.fraction = float(m.group()) / 100
-            return claim
-    for m in runs:
+            percents.append((m.start(), m.end(), float(m.group()) / 100))
+            continue
         number = m.group().rstrip(".")
-        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2:
-            claim.fraction = float(number)
-            break
+        end = m.start() + len(number)
+        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2 and not _UNIT_AFTER.match(value, end):
+            decimals.append((m.start(), end, float(number)))
+    candidates = sorted(percents + decimals)
+    if not candidates:
+        return claim
+    floors = list(_FLOOR_WORDS.finditer(value))
+    if not floors:
+        claim.fraction = (percents or decimals)[0][2]
+        return claim
+    starts, ends = [f.start() for f in floors], [f.end() for f in floors]
+
+    def distance(c: tuple[int, int, float]) -> int:
+        gaps = []
+        j = bisect.bisect_left(starts, c[1])  # the first floor words after the number
+        if j < len(starts):
+            gaps.append(starts[j] - c[1])
+        k = bisect.bisect_right(ends, c[0]) - 1  # the last floor words before it
+        if k >= 0:
+            gaps.append(c[0] - ends[k])
+        return min(gaps) if gaps else len(value)
+
+    claim.fraction = min(candidates, key=distance)[2]
     return claim
+
 
 PAGE_ROWS, PAGE_COLS = 16384, 1024
 """The course page's chain shape: "the bias vector is 1024 floats, 4 KiB against 64 MiB per buffer", so
@@ -346,7 +373,8 @@ MAX_CLAIM_CHARS = 400
 
 def comment_lines(text: str) -> list[tuple[int, str]]:
     """The comments of a C++ source as (line number, text) per line, markers removed (`//`, `/*`, `*/`, a
-    block comment's leading `*`), string and character literals skipped. One linear pass."""
+    block comment's leading `*`), string, character and raw string literals (`R"(...)"`, `u8R"x(...)x"`)
+    skipped, and a digit separator (`16'384`) read as part of its number. One linear pass."""
     out: list[tuple[int, str]] = []
     i, n, line = 0, len(text), 1
     while i < n:
@@ -366,14 +394,58 @@ def comment_lines(text: str) -> list[tuple[int, str]]:
                 out.append((line + k, re.sub(r"^[ \t]*\*(?!/)", "", part.lstrip("*!") if k == 0 else part)))
             line += text.count("\n", i, end)
             i = end + 2
+        elif ch == '"' and i > 0 and text[i - 1] == "R" and _RAW_PREFIX.fullmatch(_word_before(text, i)):
+            m = _RAW_OPEN.match(text, i)
+            if m is None:  # not a raw string after all (no `(` within 16 characters): a plain one
+                i = _skip_quoted(text, i)
+                continue
+            close = text.find(")" + m.group(1) + '"', m.end())
+            end = n if close < 0 else close + len(m.group(1)) + 2
+            line += text.count("\n", i, end)
+            i = end
+        elif ch == "'" and _in_number(text, i):
+            i += 1
         elif ch in "\"'":
-            j = i + 1
-            while j < n and text[j] != ch and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
+            j = _skip_quoted(text, i)
+            line += text.count("\n", i, j)  # a backslash-newline inside the literal
+            i = j
         else:
             i += 1
     return out
+
+
+_RAW_PREFIX = re.compile(r"(?:u8|u|U|L)?R")
+_RAW_OPEN = re.compile(r'"([^()\\ \t\v\f\n"]{0,16})\(')
+
+
+def _word_before(text: str, i: int) -> str:
+    """The identifier characters just before index i, at most 4 (a raw string's prefix is 3 at most: u8R)."""
+    j = i
+    while j > 0 and i - j < 4 and (text[j - 1].isalnum() or text[j - 1] == "_"):
+        j -= 1
+    return text[j:i]
+
+
+def _in_number(text: str, i: int) -> bool:
+    """Whether the `'` at index i is a digit separator: inside a pp-number (a run of letters, digits, `.` and
+    `'` that starts with a digit) and followed by a digit or letter."""
+    if i + 1 >= len(text) or not text[i + 1].isalnum():
+        return False
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'"):
+        j -= 1
+        if i - j > 64:  # a number is not that long: a quote after a long word opens a literal
+            return False
+    return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
+
+
+def _skip_quoted(text: str, i: int) -> int:
+    """The index after the string or character literal that starts at i (its quote): at its closing quote, or
+    at the end of the line where it is not closed. A backslash escapes the next character, a newline too."""
+    ch, j, n = text[i], i + 1, len(text)
+    while j < n and text[j] != ch and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
 
 
 def find_row(text: str) -> StudentRow | None:
@@ -399,16 +471,37 @@ def find_row(text: str) -> StudentRow | None:
     return candidate
 
 
+_HEADER_WORDS = frozenset({"version", "kernel", "kernels", "floats/elem", "ms", "gb/s", "x", "copy", "spread",
+                           "(iqr)", "reps", "bytes/elem", "values/elem", "bytes/value", "per", "thread", "rounds",
+                           "rse", "counted"})
+"""The words of the headers of the tables the course program and the grader print."""
+
+
+def table_line(body: str) -> bool:
+    """Whether a comment line is part of a pasted table, not prose: a header (every cell a header word, three
+    or more), a rule (`---`, `|---|:--|`), or a data row (three numbers or more, and no more words than
+    numbers: `addBiasRow 1 2 0.5796 231.6 0.93`)."""
+    cells = body.replace("|", " ").split()
+    if not cells:
+        return False
+    if all(set(c) <= set("-:+=") for c in cells):
+        return True
+    if len(cells) >= 3 and all(c.lower() in _HEADER_WORDS for c in cells):
+        return True
+    numbers = sum(bool(NUMBER.fullmatch(c.rstrip("x%"))) for c in cells)
+    return numbers >= 3 and numbers >= len(cells) - numbers
+
+
 def find_claim(text: str) -> StudentClaim | None:
     """The student's sentence from a plain comment: the first comment paragraph (consecutive comment lines)
     that speaks of the copy floor (copy floor, copyFloor, copy ceiling, x copy, 244.7) and states a fraction
-    of it (parse_claim: `0.93`, `93%`). A `// grade:` line or the row is never the sentence. None when no
-    comment states one."""
+    of it (parse_claim: `0.93`, `93%`). A `// grade:` line, the row and the lines of a pasted table
+    (table_line) are never part of the sentence. None when no comment states one."""
     paragraphs: list[tuple[int, list[str]]] = []
     last = -2
     for line_no, body in comment_lines(text):
         stripped = body.strip()
-        if stripped.startswith("grade:") or _ROW_START.match(body):
+        if stripped.startswith("grade:") or _ROW_START.match(body) or table_line(body):
             last = -2
             continue
         if not stripped:

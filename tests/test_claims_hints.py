@@ -415,3 +415,44 @@ def test_missing_row_and_sentence_are_notes_counted_once_in_the_summary(tmp_path
     summary = gb.summary_markdown(gb.build_gradebook(rows, "t", {}))
     assert "Notes: 3 submissions gave no part-3 table row and 3 no sentence" in summary
     assert "## To look at" not in summary
+
+
+def test_a_raw_string_in_host_code_is_not_a_comment():
+    text = ('const char* kHelp = R"(\n// biasGeluFused 1 3 0.1000 9999.0 1.50\n// It reached 1.5 of the copy floor.\n)";\n'
+            'const char* kOther = u8R"x(a )" // biasGeluFused 1 3 0.2 1.0 1.2\n)x";\n'
+            "int main() { return 0; }\n// biasGeluFused 1 2 0.4881 275.0 0.96\n"
+            "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
+    row, claim = find_row(text), find_claim(text)
+    assert (row.floats_per_elem, row.where) == (2, "comment, line 8")
+    assert (claim.fraction, claim.where) == (0.96, "comment, line 9")
+
+
+def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
+    text = ("// version    kernels  floats/elem  ms      GB/s   x copy\n"
+            "// addBiasRow       1            2  1.4512   92.5    0.93\n"
+            "// staged chain, one region 3 7 1.9798 237.3 0.97\n"
+            "// biasGeluFused    1            2  1.4420   93.1    0.94\n"
+            "// It reached 0.94 of the copy floor; it cannot exceed 1.\n")
+    assert (find_claim(text).fraction, find_claim(text).where) == (0.94, "comment, line 5")
+    assert find_row(text).ms == 1.442
+
+
+@pytest.mark.parametrize("sentence", [
+    "At 1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.",
+    "It reached 0.94 of the copy floor; it cannot exceed 1.0 because it moves what the copy moves.",
+    "In 1.1420 ms (117.5 GB/s) it reached 0.94 x copy.",
+    "Fraction of the copy floor: 0.94.",
+])
+def test_the_fraction_is_the_number_that_goes_with_the_copy_floor(sentence):
+    assert find_claim(f"// {sentence}\n").fraction == 0.94
+    assert parse_claim(sentence).fraction == 0.94
+
+
+def test_a_digit_separator_does_not_hide_the_comment_after_it():
+    text = "constexpr int kRows = 16'384;  // biasGeluFused 1 2 0.4881 275.0 0.96\nchar c = 'x'; // It reached 0.96 x copy\n"
+    assert find_row(text).where == "comment, line 1" and find_claim(text).where == "comment, line 2"
+
+
+def test_line_numbers_after_a_string_continued_on_the_next_line():
+    text = 'const char* s = "one \\\ntwo";\n// biasGeluFused 1 2 0.4881 275.0 0.96\n'
+    assert find_row(text).where == "comment, line 3"

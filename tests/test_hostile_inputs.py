@@ -94,6 +94,17 @@ def test_a_claim_of_60000_digits_parses_in_linear_time():
     assert _fast(lambda: parse_claim("1." * 30_000)).fraction is None
 
 
+def test_comments_are_found_in_linear_time_among_hostile_literals():
+    from grader.claims import comment_lines, find_claim, parse_claim
+
+    size = 256 * 1024
+    for text in ("1'" * (size // 2), "a'" * (size // 2), 'R"(' * (size // 3), 'R"x(a)x"' * (size // 8),
+                 '"\\\n' * (size // 3), "// 0.5 x copy 0.5\n" * (size // 18)):
+        _fast(lambda: comment_lines(text))
+        _fast(lambda: find_claim(text))
+    _fast(lambda: parse_claim("0.5 copy floor " * 20_000))
+
+
 def test_a_long_row_parses_in_linear_time_and_its_flags_too():
     from grader.claims import parse_row
     from grader.claims import byte_count_flags
