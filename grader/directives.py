@@ -50,14 +50,16 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath"})
+ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h",
+                              "cfloat", "limits.h", "climits"})
 """Headers a student may name. NVRTC has their contents built in (math functions, size_t) or the grader's
-prelude supplies them (fixed-width integers), so each is blanked; nothing is read."""
+prelude supplies them (fixed-width integers, M_PI, INFINITY, FLT_MAX, INT_MAX, ...: grader.source.prelude),
+so each is blanked; nothing is read."""
 
 PROGRAM_INCLUDES = ALLOWED_INCLUDES | frozenset({
     # C headers and their C++ forms
-    "assert.h", "cassert", "ctype.h", "cctype", "errno.h", "cerrno", "float.h", "cfloat", "inttypes.h",
-    "cinttypes", "limits.h", "climits", "stdbool.h", "stddef.h", "cstddef", "stdio.h", "cstdio", "stdlib.h",
+    "assert.h", "cassert", "ctype.h", "cctype", "errno.h", "cerrno", "inttypes.h", "cinttypes", "stdbool.h",
+    "stddef.h", "cstddef", "stdio.h", "cstdio", "stdlib.h",
     "cstdlib", "string.h", "cstring", "time.h", "ctime",
     # C++ standard library headers a host program uses
     "algorithm", "array", "chrono", "fstream", "functional", "iomanip", "iostream", "limits", "map", "memory",

@@ -113,7 +113,7 @@ class Extracted:
     was extracted). kept: the names kept besides the kernel, in file order ('geluErf', 'kInvSqrt2'); ignored:
     the names left out ('main', 'copyFloor', ...); both empty for a file that is not a whole program.
     kernel_line: the line of the kernel's definition (0 when not a whole program). headers: the headers the
-    file includes (each blanked, never read). parts: every named declaration with its kind, line and fate.
+    file includes (each blanked, never read; grader.source.prelude supplies the macros of some). parts: every named declaration with its kind, line and fate.
     """
 
     text: str
@@ -167,11 +167,16 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> Extract
     """
     strict = scan(text)
     if strict.refusal is None:
+        as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, headers=_headers(strict))
         if "(" not in strict.normalized:  # no function at all, so no host function (the hostile case: braces)
-            return Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False)
+            return as_is
         program = _Program(strict, name, kernel)
-        if not program.split_ok or not program.has_host_code:
-            return Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False)
+        if not program.split_ok:
+            if program.defines_main():  # host code that cannot be taken out: NVRTC would only say "host code"
+                program.raise_unsplittable()
+            return as_is
+        if not program.has_host_code:
+            return as_is
         return program.extract(_headers(strict))
     wide = scan(text, PROGRAM_INCLUDES)
     if wide.refusal is not None:
@@ -284,7 +289,7 @@ class _Program:
                 if text == ";":
                     i += 1
                     continue
-            start, paren, eq, function = i, 0, False, False
+            start, paren, eq, function, operator = i, 0, False, False, False
             namespace = text == "namespace" or (text == "inline" and i + 1 < n and texts[i + 1] == "namespace")
             while True:
                 if i >= n:
@@ -292,6 +297,7 @@ class _Program:
                 if kinds[i] == "p":
                     t = texts[i]
                     if t == "(":
+                        operator = False  # `operator+=(`: the name ends at its parameter list
                         if paren == 0 and i > start and not eq:
                             pt = texts[i - 1]
                             if (kinds[i - 1] == "i" and pt not in _ATTRIBUTE_WORDS) or pt == ">":
@@ -307,7 +313,7 @@ class _Program:
                             i += 1
                             break
                         if t == "=":
-                            eq = True
+                            eq = eq or not operator  # not the `=` of `operator=`, `operator==`, `operator<=`
                         elif t in _OPEN:
                             if namespace or (i >= start + 2 and kinds[i - 1] == "s" and texts[i - 2] == "extern"):
                                 words = [texts[j] for j in range(start, i) if kinds[j] == "i" and texts[j] != "inline"]
@@ -325,7 +331,10 @@ class _Program:
                         elif t in _CLOSE:
                             raise _Unsplittable(i, "a `}` inside a declaration")
                 elif paren == 0 and texts[i] == "operator" and kinds[i] == "i":
-                    function = True
+                    function = operator = True
+                elif paren == 0 and texts[i] == "template" and kinds[i] == "i" and i + 1 < n and texts[i + 1] == "<":
+                    i = self._skip_angles(i + 1, n)  # `template <int N = 4>`: its `=` and `>` are not the declaration's
+                    continue
                 i += 1
         if blocks:
             raise _Unsplittable(decls[blocks[-1]].first, "a block that is not closed")
@@ -356,6 +365,12 @@ class _Program:
                 if depth == 0:
                     return x
         return end
+
+    def defines_main(self) -> bool:
+        """Whether the file names `main(` outside a directive: a host program, even where it cannot be split."""
+        texts = self.texts
+        return any(t == "main" and k == "i" and texts[j + 1:j + 2] == ["("] for j, (k, t) in
+                   enumerate(zip(self.kinds, texts)))
 
     def raise_unsplittable(self) -> None:
         """Raise the SubmissionError for a program that could not be split into declarations."""
@@ -460,9 +475,11 @@ class _Program:
             else:
                 d.target = sub[2][1]
 
-    def _describe_declaration(self, d: _Decl) -> None:
+    def _describe_declaration(self, d: _Decl, after_class: bool = False) -> None:
         """A declaration ending at `;`: a typedef or alias, a class, a variable, or a prototype; its names,
-        in one pass over its tokens (the depth-0 words, the declarators' names, a `const` object)."""
+        in one pass over its tokens (the depth-0 words, the declarators' names, a `const` object).
+        after_class: d is what follows a class body (`struct S { } a, *b;`): declarators only, never another
+        class (`struct A {} struct B {} ...;` is not C++, and read as one would recurse once per class)."""
         kinds, texts, macros = self.kinds, self.texts, self.macro_spaces
         end = d.last
         words = texts[d.first:end]
@@ -493,6 +510,9 @@ class _Program:
                 if depth == 0:
                     if len(lead) < 3:
                         lead.append(t)
+                    if t == "operator" and not stopped:  # `float4 operator+(float4, float4);`
+                        last, j = self._operator_name(j, end)
+                        continue
                     if t in _ATTRIBUTE_WORDS and j + 1 < end and texts[j + 1] == "(":
                         j = self._matching_paren(j + 1, end) + 1
                         continue
@@ -544,7 +564,7 @@ class _Program:
         if last:
             names.append(last)
         first_word = lead[0] if lead else ""
-        if first_word == "typedef" and len(lead) > 1 and lead[1] in _CLASS_KEYS:
+        if first_word == "typedef" and len(lead) > 1 and lead[1] in _CLASS_KEYS and not after_class:
             tags = self._class_names(head + 1, end)  # `typedef struct [Tag] { ... } Name;`: Tag and Name
             d.names, d.kind_name, d.device = tags or tuple(n for n in names if n != "typedef"), "type", True
         elif first_word == "typedef":
@@ -558,8 +578,8 @@ class _Program:
                 d.target, d.names = lead[1], tuple(names[-1:])
         elif first_word in ("namespace", "static_assert", "asm", "__asm__"):
             pass
-        elif (first_word in _CLASS_KEYS or (len(lead) > 1 and lead[1] in _CLASS_KEYS and first_word in
-                                            ("const", "constexpr", "static", "volatile", "typedef"))) and \
+        elif not after_class and (first_word in _CLASS_KEYS or (len(lead) > 1 and lead[1] in _CLASS_KEYS and first_word
+                                  in ("const", "constexpr", "static", "volatile", "typedef"))) and \
                 (tags := self._class_names(head, end)) is not None:
             d.names, d.kind_name, d.device = tags, "type", True
         elif function:  # a prototype (or an object built by a constructor call)
@@ -607,13 +627,20 @@ class _Program:
                 elif t in (")", "]", "}", "%>"):
                     depth -= 1
             elif depth == 0 and t == "operator" and kinds[j] == "i":
-                symbol = []
-                for x in range(j + 1, min(b, j + 4)):
-                    if texts[x] == "(" and symbol:
-                        break
-                    symbol.append(texts[x])
-                return ("operator" + "".join(symbol),), True
+                return (self._operator_name(j, b)[0],), True
         return ((name,) if name else ()), False
+
+    def _operator_name(self, j: int, b: int) -> tuple[str, int]:
+        """For `operator` at token j (of tokens before b): its name ('operator+=', 'operator()') and the token
+        of its parameter list's `(`."""
+        texts, symbol = self.texts, []
+        x = j + 1
+        while x < min(b, j + 4):
+            if texts[x] == "(" and symbol:
+                break
+            symbol.append(texts[x])
+            x += 1
+        return "operator" + "".join(symbol), x
 
     def _class_names(self, a: int, b: int) -> tuple[str, ...] | None:
         """A class, struct, union or enum declaration (tokens a..b-1): its tag, its enumerators and the
@@ -651,7 +678,7 @@ class _Program:
                         names.append(t)
                     expect = t == ","
         after = _Decl(close + 1, b, "declaration")
-        self._describe_declaration(after)
+        self._describe_declaration(after, after_class=True)
         return tuple(names) + after.names
 
     # --- references -----------------------------------------------------------------------------------
@@ -796,6 +823,8 @@ class _Program:
                 pieces.append((d.first, d.last))
         for k, d in enumerate(self.inner, start=len(decls)):
             if k in kept and d.inside not in kept:
+                if d.node != decls[d.inside].node:  # under an #if inside left-out code: kept alone, it would lie
+                    self._refuse_inner_conditional(d)
                 pieces.append((d.first, d.last))
         pieces.sort()
         text = self._assemble(pieces)
@@ -887,6 +916,17 @@ class _Program:
                 raise SubmissionError("source", (
                     f"{where}:{self.tok_line(d.first)}: `{self.kernel}` is not a __global__ kernel but a "
                     f"{'device' if d.device else 'host'} function; declare it `__global__ void {self.kernel}(...)`"))
+
+    def _refuse_inner_conditional(self, d: _Decl) -> None:
+        """Refuse a `#define`/`#undef` that kept code needs, inside left-out code (main's body) under an `#if`
+        that starts there too: keeping the line without its `#if` would change what it means."""
+        outer = self.decls[d.inside]
+        where = outer.names[0] if outer.names else "code the grader leaves out"
+        raise SubmissionError("source", (
+            f"{self.name}:{self.tok_line(d.first)}: `{d.names[0] if d.names else d.target}`, which {self.kernel} "
+            f"uses, is set by a #{d.directive} inside `{where}` under an #if there: the grader compiles only "
+            f"{self.kernel} and the device code it uses, so it cannot take that line with its #if; move the #if "
+            f"block with its #{d.directive} out of `{where}`, to the top of the file"))
 
     def _namespace(self, d: _Decl) -> str:
         parent = d.parent

@@ -40,6 +40,7 @@ _KIND = {"p1": "p", "raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "
 _NVRTC_PREDEFINED = frozenset({"__CUDACC__", "__CUDA_ARCH__", "__CUDACC_RTC__", "__cplusplus"})
 """Macros NVRTC defines (checked with NVRTC 13); it defines none without a leading underscore."""
 _DEFINED = re.compile(r"(! )?defined (?:\( (\w+) \)|(\w+))", re.ASCII)
+_BARE_NAME = re.compile(r"(! )?()([A-Za-z_]\w*)", re.ASCII)
 
 
 class Tokens:
@@ -182,9 +183,10 @@ class Tokens:
 
     def _condition(self, word: str, sub: list) -> bool | None:
         """The value of a conditional directive's condition where it is certain, else None: `0`, `1`, `false`,
-        `true`; `#ifdef X`, `#ifndef X`, `defined(X)`, `!defined X` for a macro X that NVRTC predefines
-        (`__CUDACC__`, `__CUDA_ARCH__`, ...: true) or that nothing defines (a name without a leading `_` that
-        no `#define` or `#undef` of the file names, as the grader passes no -D: false)."""
+        `true`; `#ifdef X`, `#ifndef X`, `defined(X)`, `!defined X`, and `#if X`, `#if !X`, for a macro X that
+        NVRTC predefines (`__CUDACC__`, `__CUDA_ARCH__`, ...: defined, and nonzero) or that nothing defines (a
+        name without a leading `_` that no `#define` or `#undef` of the file names, as the grader passes no -D:
+        not defined, and 0 in `#if`, as the preprocessor reads an unknown name)."""
         words = [x[1] for x in sub[2:]]
         negate = word in ("ifndef", "elifndef")
         if word in ("ifdef", "ifndef", "elifdef", "elifndef"):
@@ -193,7 +195,7 @@ class Tokens:
             text = " ".join(words)
             if text in ("0", "false", "1", "true"):
                 return text in ("1", "true")
-            m = _DEFINED.fullmatch(text)
+            m = _DEFINED.fullmatch(text) or _BARE_NAME.fullmatch(text)
             if not m:
                 return None
             negate, name = bool(m.group(1)), m.group(2) or m.group(3)

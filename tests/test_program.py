@@ -20,7 +20,7 @@ from grader.directives import scan
 from grader.errors import SubmissionError
 from grader.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
 from grader.signature import source_signature
-from grader.source import PRELUDE, prepare, prepare_for_nvrtc, read_submission
+from grader.source import prelude, prepare, prepare_for_nvrtc, read_submission
 
 DATA = Path(__file__).parent / "data"
 PROGRAMS = DATA / "programs"
@@ -67,7 +67,7 @@ def today(text: str, name: str) -> str:
     with its allowed includes blanked."""
     result = scan(text)
     assert result.refusal is None
-    return f'{PRELUDE}#line 1 "{name}"\n{result.normalized}'
+    return f'{prelude(extract(text, name).headers)}#line 1 "{name}"\n{result.normalized}'
 
 
 def compile_sub(text: str, name: str):
@@ -99,7 +99,7 @@ def test_corpus_program_is_read_and_compiled_on_the_cpu(name):
     assert sub.program.ignored == ignored
     assert not compiled.warnings
     # every piece carries its own line: no line of the compiled text is out of place
-    assert sub.compile_text.startswith(PRELUDE + "#line ")
+    assert sub.compile_text.startswith(prelude(sub.program.headers) + "#line ")
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -178,7 +178,7 @@ def test_host_code_makes_a_whole_program(text):
     full = text + "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
     ex = extract(full, "s.cu")
     assert ex.whole_program
-    compile_sub(PRELUDE + ex.text, "s.cu")
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
 
 def test_every_program_header_is_blanked_and_others_stay_refused():
@@ -284,7 +284,7 @@ def test_the_device_code_the_kernel_uses_is_kept_and_compiles(before, body, kept
     assert "main" in ex.ignored
     if "#undef" in before:
         assert "#undef LATER" in ex.text
-    compile_sub(PRELUDE + ex.text, "s.cu")
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
 
 def test_a_macro_defined_inside_left_out_code_is_kept_alone():
@@ -293,7 +293,7 @@ def test_a_macro_defined_inside_left_out_code_is_kept_alone():
     ex = extract(text, "s.cu")
     assert ex.kept == ("SCALE",) and ex.ignored == ("main",)
     assert '#line 4 "s.cu"\n#define SCALE 2.0f\n' in ex.text
-    compile_sub(PRELUDE + ex.text, "s.cu")
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
 
 def test_empty_conditional_groups_and_if0_code_are_left_out():
@@ -324,11 +324,11 @@ def test_a_student_placeholder_pragma_stays_a_pragma():
      "s.cu:2: `biasGeluFused` is inside `namespace { }`"),
     ("#include <vector>\n__global__ void biasGeluFused(float* out) {\n  out[0] = 1;\n",
      "s.cu:2: cannot split your program into declarations here (a `{` that is never closed"),
-    ("#include <vector>\n#if VARIANT\nvoid f() {\n#else\nvoid f() {\n#endif\n}\n" + K.format(""),
+    ("#include <vector>\n#ifdef _MSC_VER\nvoid f() {\n#else\nvoid f() {\n#endif\n}\n" + K.format(""),
      "s.cu:3: cannot split your program into declarations here"),
     ("int main() { return 0; }\n__device__ float scale(float v);\n" + K.format("out[0] = scale(x[0]) * kHost;")
      + "float kHost = 2;\n", "s.cu:3: `biasGeluFused` reads `kHost`, a host variable (line 4)"),
-    ("int main() { return 0; }\n#if VARIANT\n" + K.format("") + "#endif\n" + K.format(""),
+    ("int main() { return 0; }\n#ifdef _MSC_VER\n" + K.format("") + "#endif\n" + K.format(""),
      "s.cu:5: `biasGeluFused` is defined twice (lines 3 and 5)"),
 ])
 def test_what_cannot_be_separated_is_refused_with_one_message(text, says):
@@ -342,7 +342,7 @@ def test_versions_in_the_branches_of_one_if_are_not_defined_twice():
             K.format("out[0] = 2;") + "#else\n" + K.format("out[0] = 1;") + "#endif\n")
     ex = extract(text, "s.cu")
     assert ex.text.count("__global__") == 3 and ex.kernel_line == 3
-    compile_sub(PRELUDE + ex.text, "s.cu")
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
 
 def test_branches_nvrtc_certainly_skips_are_left_out():
@@ -444,7 +444,7 @@ def test_60000_declarations_take_linear_time(text):
 
 
 def test_many_definitions_are_refused_quickly():
-    many = "int main() {}\n#if A\n" + "#elif B\n".join(K0.replace("f0(x[0])", "1") for _ in range(5_000)) + "#endif\n"
+    many = "int main() {}\n#if _A\n" + "#elif _B\n".join(K0.replace("f0(x[0])", "1") for _ in range(5_000)) + "#endif\n"
     err = _timed(many)
     assert isinstance(err, SubmissionError) and "defined 5000 times" in str(err)
 
@@ -459,3 +459,68 @@ def test_the_parameter_list_is_read_from_the_kernel_in_a_program():
             + K.format("out[0] = x[0];"))
     assert source_signature(text, KERNEL) == PLAIN_SIGNATURE
     assert extract(text, "s.cu").ignored == ("launch_biasGeluFused", "main")
+
+
+# --- what students write that a first version refused or compiled wrongly ---------------------------------
+G = "__device__ float g(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678f)); }\n"
+KG = K.format("size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; "
+              "if (c < cols) out[blockIdx.y * cols + c] = g(x[blockIdx.y * cols + c] + bias[c]);")
+
+
+@pytest.mark.parametrize("helper, kept", [
+    ("__device__ void operator+=(float4& a, float4 b) { a.x += b.x; a.y += b.y; }\n", ("g", "operator+=")),
+    ("__device__ bool operator==(float4 a, float4 b) { return a.x == b.x; }\n", ("g", "operator==")),
+    ("template <int N = 4>\n__global__ void copyFloor(const float* in, float* out) { out[0] = in[N]; }\n", ("g",)),
+    ("__device__ float4 operator+(float4, float4);\n", ("g",)),  # an unused prototype, named as it is
+])
+def test_operators_with_an_equals_sign_and_default_template_arguments(helper, kept):
+    ex = extract("#include <cstdio>\n" + G + helper + KG + MAIN, "s.cu")
+    assert ex.whole_program and ex.kept == kept, ex.parts
+    assert "float4" not in ex.ignored and all(p.name != "float4" for p in ex.parts)
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
+
+
+def test_an_unknown_name_in_if_is_0_as_the_preprocessor_reads_it():
+    main = "int main() {\n#if TIMING\n  for (int r = 0; r < 10; ++r) {\n#else\n  {\n#endif\n  }\n  return 0;\n}\n"
+    ex = extract("#include <cmath>\n" + G + KG + main, "s.cu")  # only allowed headers: split all the same
+    assert ex.whole_program and ex.ignored == ("main",)
+    ex = extract("#include <cstdio>\n#if !TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu")
+    assert ex.kept == ("g",) and "#if !TIMING" in ex.text
+
+
+def test_a_program_with_only_allowed_headers_that_cannot_be_split_gets_the_split_message():
+    main = "int main() {\n#ifdef _MSC_VER\n  {\n#else\n  {\n#endif\n  }\n  return 0;\n}\n"
+    with pytest.raises(SubmissionError, match=r"s.cu:4: cannot split your program into declarations here"):
+        extract("#include <cmath>\n" + G + KG + main, "s.cu")
+
+
+def test_a_define_under_an_if_inside_main_is_refused_not_kept_without_its_if():
+    main = "int main() {\n#ifndef _WIN32\n#define BLOCK 256\n#else\n#define BLOCK 128\n#endif\n  return 0;\n}\n"
+    kernel = K.format("size_t c = blockIdx.x * (size_t)BLOCK + threadIdx.x; if (c < cols) out[c] = g(x[c]);")
+    with pytest.raises(SubmissionError, match=r"s.cu:5: `BLOCK`, which biasGeluFused uses, is set by a #define "
+                                              r"inside `main` under an #if there"):
+        extract("#include <cstdio>\n" + G + main + kernel, "s.cu")
+    plain = "int main() {\n#define BLOCK 256\n  return 0;\n}\n"  # no #if: kept alone, as before
+    assert "#define BLOCK 256" in extract("#include <cstdio>\n" + G + plain + kernel, "s.cu").text
+
+
+def test_class_definitions_run_together_are_read_without_recursing():
+    text = "#include <cstdio>\n" + KG.replace("g(", "(") + " ".join(f"struct S{i} {{}}" for i in range(3000)) + \
+        ";\n" + " ".join(f"typedef struct T{i} {{}}" for i in range(3000)) + " X;\n" + MAIN
+    out = _timed(text)
+    assert not isinstance(out, SubmissionError) and out[1].whole_program
+
+
+@pytest.mark.parametrize("header, use", [
+    ("cmath", "v * (float)M_SQRT1_2 + (v == INFINITY) + (v != v ? NAN : 0.0f) + (float)M_PI"),
+    ("math.h", "v * M_2_SQRTPI * M_SQRT2 * 0.5 + (v == HUGE_VALF)"),
+    ("cfloat", "(v > FLT_MAX || v < -FLT_MAX) ? 0.0f : v + FLT_EPSILON * (float)DBL_EPSILON"),
+    ("climits", "v + (INT_MAX > 0) + (UINT_MAX > 0u) + (LLONG_MIN < 0) + CHAR_BIT"),
+    ("cstdint", "v + (reinterpret_cast<uintptr_t>(&v) & 3) + (intptr_t)0 + (INT32_MAX > 0) + (SIZE_MAX > 0)"),
+])
+def test_the_macros_and_types_of_the_headers_a_file_includes_are_there(header, use):
+    body = f"#include <{header}>\n__device__ float g(float v) {{ return {use}; }}\n" + KG
+    for text in (body, body + MAIN):  # the kernel alone, and in a program
+        sub_text, _ = prepare(text, "s.cu")
+        compile_sub(sub_text, "s.cu")
+    assert "M_PI" not in prepare(KG.replace("g(", "("), "s.cu")[0]  # nothing included, nothing added
