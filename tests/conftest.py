@@ -11,6 +11,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (Linux: /proc; a zombie, ended but not yet reaped, is not alive)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="session")
 def gpu():
     """A grader.device.Gpu on device 0, or a skip with the reason there is none."""

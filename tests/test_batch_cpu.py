@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import alive
+
 from grader import batch, gradebook as gb, pool
 from grader.gradescope import gradescope_results
 from grader.report import CompileSummary, GradeReport
@@ -312,13 +314,6 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_killed_batch_resumes_and_leaves_no_worker_behind(tmp_path):
     cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE + "//b\n",
                                 "zz_deep.cu": DATA / "deep_template.cu"})
@@ -338,9 +333,9 @@ def test_killed_batch_resumes_and_leaves_no_worker_behind(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     deadline = time.time() + 10
-    while any(_alive(w) for w in workers) and time.time() < deadline:
+    while any(alive(w) for w in workers) and time.time() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(w) for w in workers), "a worker outlived its batch"
+    assert not any(alive(w) for w in workers), "a worker outlived its batch"
     assert len(jsonl(out / "results.jsonl")) == 2
     r = grade("batch", cls, "--out", out, "--quiet", "--compile-limit", "2")
     assert r.returncode in (0, 3)
@@ -361,7 +356,7 @@ def test_interrupt_stops_workers_and_writes_what_is_done(tmp_path):
     workers = _children(proc.pid)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == batch.EXIT_INCOMPLETE
-    assert not any(_alive(w) for w in workers)
+    assert not any(alive(w) for w in workers)
     assert list(by_id(out)) == ["a"]
 
 
@@ -416,7 +411,7 @@ def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, mo
     assert rows["e"]["reason"].endswith("(exit code 1): RuntimeError: boom in the grader")
     assert rows["f"]["reason"] == "fake result for f.cu"
     assert all(r["verdict"] == "error" for r in rows.values())
-    assert not _children(os.getpid()) or all(not _alive(p) for p in _children(os.getpid()))
+    assert not _children(os.getpid()) or all(not alive(p) for p in _children(os.getpid()))
 
 
 def test_a_worker_stopped_while_measuring_counters_keeps_its_verdict_and_leaves_no_profiler(tmp_path, monkeypatch):
@@ -431,9 +426,9 @@ def test_a_worker_stopped_while_measuring_counters_keeps_its_verdict_and_leaves_
     assert "ncu did not finish within 1.5 s" in row["report"]["counters"]["unavailable"]
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.time() + 5
-    while _alive(child) and time.time() < deadline:
+    while alive(child) and time.time() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the profiler's process group outlived its worker"
+    assert not alive(child), "the profiler's process group outlived its worker"
 
 
 def test_memory_limit_stops_an_exploding_compile(tmp_path):

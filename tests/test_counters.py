@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import alive
+
 from grader import counters
 from grader.counters import (CountersUnavailable, KernelCounters, findings, find_ncu, parse_csv, run_ncu,
                              submission_counters)
@@ -160,13 +162,6 @@ def test_what_the_profiled_program_prints_is_never_read(tmp_path):
     assert len(rows) == 2 and rows[0]["dram__bytes_read.sum"] != "1"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_an_ncu_that_hangs_is_stopped_with_everything_it_started(tmp_path):
     pid_file = tmp_path / "child.pid"
     tool = fake_ncu(tmp_path / "bin", f'sleep 3600 & echo $! > "{pid_file}"; sleep 3600')
@@ -174,9 +169,9 @@ def test_an_ncu_that_hangs_is_stopped_with_everything_it_started(tmp_path):
         run_ncu([sys.executable, "-c", "pass"], timeout_s=1, ncu=str(tool))
     child = int(pid_file.read_text())
     deadline = time.time() + 5
-    while _alive(child) and time.time() < deadline:
+    while alive(child) and time.time() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the profiled child outlived ncu's timeout"
+    assert not alive(child), "the profiled child outlived ncu's timeout"
 
 
 def test_an_ncu_whose_version_hangs_is_one_line(tmp_path, monkeypatch):

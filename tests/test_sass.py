@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import SUBMISSIONS
+from conftest import SUBMISSIONS, alive
 
 from grader import exercise, sass
 from grader.compile import compile_kernels
@@ -432,16 +432,9 @@ def test_a_child_left_holding_the_tools_output_is_killed(tmp_path):
     assert time.monotonic() - t0 < 4.5  # the tool's exit, then at most 2 s for what is left in the pipe
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the tool's child outlived it"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert not alive(child), "the tool's child outlived it"
 
 
 @posix_only
