@@ -28,7 +28,6 @@ import csv
 import io
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from grader import exercise
 from grader.model import ReportModel
+from grader.procs import kill_group
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 MODEL_SLACK = 0.05
@@ -180,13 +180,12 @@ def _run(cmd: list[str], cwd: str, timeout_s: float, what: str, on_start, stderr
 def _kill_session(proc: subprocess.Popen) -> None:
     """Kill `proc`'s session: what it left running (the profiled child) too. The group id cannot name another
     process while any process of the group lives, and killing an empty group fails harmlessly."""
-    try:
-        if os.name == "nt":
+    if os.name == "nt":
+        try:
             proc.kill()
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
+        except OSError:  # it ended meanwhile
+            pass
+    kill_group(proc.pid)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end

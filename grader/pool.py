@@ -31,6 +31,7 @@ from pathlib import Path
 import grader
 from grader.counters import LIMIT_S as COUNTERS_LIMIT_S, Counters
 from grader.errors import Interrupted, Stage, WorkerStartError, stopped_in
+from grader.procs import kill_group
 from grader.report import GradeReport, error_report
 from grader.text import printable
 
@@ -87,10 +88,7 @@ class Worker:
         if self.popen.poll() is None:
             self.popen.kill()
         for pgid in self.groups:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except OSError:  # the group has ended
-                pass
+            kill_group(pgid)
         self.popen.wait()
         self.close()
 

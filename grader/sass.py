@@ -67,7 +67,6 @@ import importlib.util
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -76,6 +75,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.procs import kill_group
 
 TOOLS = ("nvdisasm", "cuobjdump")
 """Disassemblers, in order of preference at each place searched."""
@@ -347,18 +348,7 @@ def _kill(proc: subprocess.Popen) -> None:
         except OSError:  # it ended meanwhile
             pass
     else:
-        _kill_group(proc.pid)
-
-
-def _kill_group(pgid: int) -> None:
-    """Kill the process group `pgid` (POSIX). Safe once its leader is reaped while a member still lives (a
-    group's id is not reused while the group has a member); an empty group fails harmlessly."""
-    if os.name == "nt":
-        return
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+        kill_group(proc.pid)
 
 
 def disassemble(cubin: bytes, tool: Disassembler, *, timeout_s: float | None = None,
@@ -409,7 +399,7 @@ def disassemble(cubin: bytes, tool: Disassembler, *, timeout_s: float | None = N
             raise DisassemblyError(f"{tool.tool} ran for more than {timeout_s:g} s") from None
         reader.join(min(timeout_s, 5.0))  # what is left in the pipe once the tool has exited is read at once
         if reader.is_alive():  # something the tool started still holds its output open: kill it, not waited for
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             raise DisassemblyError(f"{tool.tool}'s output did not end when it exited")
         proc.stdout.close()
         if over.is_set():
