@@ -28,8 +28,9 @@ keep the student's line numbers): each stands where the scan saw a placeholder d
 
 This is not a C++ parser. The tokens (grader.program_tokens: comments, literals, preprocessor lines, the
 `#if` branches NVRTC certainly skips) are split into declarations at `;` or `}` at depth 0 (a namespace or
-`extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it. Everything is linear in the file's
-length: every token is looked at a bounded number of times, and every name is resolved once.
+`extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it.
+Everything is linear in the file's length: every token is looked at a bounded number of times, and every name
+is resolved once.
 
 A file that is only device code (today's submissions) is not a whole program: it compiles as before, byte for
 byte. A whole program is one that includes a host header (PROGRAM_INCLUDES beyond ALLOWED_INCLUDES), defines
@@ -114,7 +115,8 @@ class Extracted:
     was extracted). kept: the names kept besides the kernel, in file order ('geluErf', 'kInvSqrt2'); ignored:
     the names left out ('main', 'copyFloor', ...); both empty for a file that is not a whole program.
     kernel_line: the line of the kernel's definition (0 when not a whole program). headers: the headers the
-    file includes (each blanked, never read; grader.source.prelude supplies the macros of some). parts: every named declaration with its kind, line and fate.
+    file includes (each blanked, never read; grader.source.prelude supplies the macros of some). parts: every
+    named declaration with its kind, line and fate.
     """
 
     text: str

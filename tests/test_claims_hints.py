@@ -418,7 +418,8 @@ def test_missing_row_and_sentence_are_notes_counted_once_in_the_summary(tmp_path
 
 
 def test_a_raw_string_in_host_code_is_not_a_comment():
-    text = ('const char* kHelp = R"(\n// biasGeluFused 1 3 0.1000 9999.0 1.50\n// It reached 1.5 of the copy floor.\n)";\n'
+    text = ('const char* kHelp = R"(\n// biasGeluFused 1 3 0.1000 9999.0 1.50\n'
+            '// It reached 1.5 of the copy floor.\n)";\n'
             'const char* kOther = u8R"x(a )" // biasGeluFused 1 3 0.2 1.0 1.2\n)x";\n'
             "int main() { return 0; }\n// biasGeluFused 1 2 0.4881 275.0 0.96\n"
             "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
@@ -449,7 +450,8 @@ def test_the_fraction_is_the_number_that_goes_with_the_copy_floor(sentence):
 
 
 def test_a_digit_separator_does_not_hide_the_comment_after_it():
-    text = "constexpr int kRows = 16'384;  // biasGeluFused 1 2 0.4881 275.0 0.96\nchar c = 'x'; // It reached 0.96 x copy\n"
+    text = ("constexpr int kRows = 16'384;  // biasGeluFused 1 2 0.4881 275.0 0.96\n"
+            "char c = 'x'; // It reached 0.96 x copy\n")
     assert find_row(text).where == "comment, line 1" and find_claim(text).where == "comment, line 2"
 
 

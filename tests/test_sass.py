@@ -425,7 +425,8 @@ def test_a_failing_disassembler_falls_back_to_the_ptx(tmp_path, monkeypatch, bod
 @posix_only
 def test_a_child_left_holding_the_tools_output_is_killed(tmp_path):
     pid_file = tmp_path / "child.pid"
-    tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", f'sleep 3600 & echo $! > "{pid_file}"; exit 0')))
+    body = f'sleep 3600 & echo $! > "{pid_file}"; exit 0'
+    tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", body)))
     t0 = time.monotonic()
     with pytest.raises(DisassemblyError, match="output did not end when it exited"):
         sass.disassemble(b"\x7fELF", tool, timeout_s=2.0)
