@@ -33,9 +33,8 @@ Everything is linear in the file's length: every token is looked at a bounded nu
 is resolved once.
 
 A file that is only device code (today's submissions) is not a whole program: it compiles as before, byte for
-byte. A whole program is one that includes a host header (PROGRAM_INCLUDES beyond ALLOWED_INCLUDES), defines
-a host function (`main`, or any function not marked `__device__` or `__global__`) or a host variable (one not
-`const`, `constexpr`, `__device__`, `__constant__`, `__shared__` or `__managed__`).
+byte. A whole program is one that includes a host header (PROGRAM_INCLUDES beyond ALLOWED_INCLUDES) or defines
+a host function (`main`, or any function not marked `__device__` or `__global__`).
 """
 
 from __future__ import annotations
@@ -262,10 +261,6 @@ class _Program:
             if d.kind == "function":
                 self._describe_function(d)
                 self.has_host_code = self.has_host_code or not d.device
-        self.described = False
-        if not self.has_host_code:  # a host variable (`static int gLaunches = 0;`) is host code too
-            self._describe_all()
-            self.has_host_code = any(d.kind_name == "variable" and not d.device and d.names for d in self.decls)
 
     # --- declarations -----------------------------------------------------------------------------------
 
@@ -457,10 +452,7 @@ class _Program:
 
     def _describe_all(self) -> None:
         """Describe every declaration that is not a function definition (done in __init__), find the
-        `#define`/`#undef` lines inside declarations, and collect the file's type names. Once."""
-        if self.described:
-            return
-        self.described = True
+        `#define`/`#undef` lines inside declarations, and collect the file's type names."""
         decls = self.decls
         for d in decls:
             if d.kind == "directive":

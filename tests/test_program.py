@@ -526,12 +526,3 @@ def test_the_macros_and_types_of_the_headers_a_file_includes_are_there(header, u
         sub_text, _ = prepare(text, "s.cu")
         compile_sub(sub_text, "s.cu")
     assert "M_PI" not in prepare(KG.replace("g(", "("), "s.cu")[0]  # nothing included, nothing added
-
-
-def test_a_host_variable_alone_makes_a_whole_program():
-    text = ('#include <cuda_runtime.h>\nconst char* kTested = "101x97, 1x1";\nstatic int gLaunches = 0;\n' + G + KG)
-    ex = extract(text, "s.cu")
-    assert ex.whole_program and ex.kept == ("g",) and set(ex.ignored) == {"kTested", "gLaunches"}
-    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
-    constants = "constexpr float kA = 1.0f;\nconst float kB = 2.0f;\n__constant__ float kC[4];\n" + G + KG
-    assert not extract(constants, "s.cu").whole_program  # device code and constants only: compiled as before
