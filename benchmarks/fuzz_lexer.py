@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.directives import normalize, scan  # noqa: E402
-from grader.source import PRELUDE  # noqa: E402
+from grader.prelude import PRELUDE  # noqa: E402
 
 NAME = "s.cu"
 _CANARY_SEEN = re.compile(r"^s\.cu\((\d+)\): (?:warning #1105-D|catastrophic error): #(?:warning|error) directive: "

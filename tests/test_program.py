@@ -20,7 +20,8 @@ from grader.directives import scan
 from grader.errors import SubmissionError
 from grader.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
 from grader.signature import source_signature
-from grader.source import prelude, prepare, prepare_for_nvrtc, read_submission
+from grader.prelude import prelude
+from grader.source import prepare, prepare_for_nvrtc, read_submission
 
 DATA = Path(__file__).parent / "data"
 PROGRAMS = DATA / "programs"

@@ -15,7 +15,7 @@ import pytest
 from grader import exercise, sandbox
 from grader.compile import _compile, compile_kernels
 from grader.errors import SandboxError, SubmissionError
-from grader.source import PRELUDE
+from grader.prelude import PRELUDE
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))
 CANARY = "CANARY_5f1d0c_do_not_print"
@@ -35,7 +35,7 @@ def canary(tmp_path: Path) -> Path:
 def _raw(case: Path, canary: Path) -> str:
     """The leak case aimed at the canary, as NVRTC would get it with no include filter at all."""
     text = case.read_bytes().decode("utf-8", "replace").replace("/etc/passwd", str(canary))
-    return PRELUDE + text + ("" if exercise.KERNEL_NAME in text else KERNEL)
+    return PRELUDE + '#line 1 "s.cu"\n' + text + ("" if exercise.KERNEL_NAME in text else KERNEL)
 
 
 def _output(run, text: str) -> str:
@@ -69,8 +69,8 @@ def test_without_the_sandbox_the_same_cases_do_leak(canary):
 def test_a_stopped_include_names_the_file_never_its_content(canary, include, monkeypatch):
     monkeypatch.chdir(canary.parent)  # a relative name must not be found in the working folder either
     with pytest.raises(SubmissionError) as err:
-        compile_kernels(PRELUDE + include.format(p=canary) + "\n" + KERNEL, "s.cu", (exercise.KERNEL_NAME,),
-                        "sm_90")
+        compile_kernels(PRELUDE + '#line 1 "s.cu"\n' + include.format(p=canary) + "\n" + KERNEL, "s.cu",
+                        (exercise.KERNEL_NAME,), "sm_90")
     shown = str(err.value) + err.value.details
     assert CANARY not in shown
     assert "s.cu:" in shown and "may not open" in shown and "remove the #include" in shown
