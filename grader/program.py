@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from grader import exercise
 from grader.directives import PROGRAM_INCLUDES, Scan, scan
 from grader.errors import SubmissionError
+from grader.predefined import nvrtc_defines
+from grader.prelude import header_macro_names
 from grader.program_tokens import CONDITIONALS, Tokens
 
 __all__ = ["PROGRAM_INCLUDES", "Extracted", "Part", "extract"]
@@ -151,11 +153,14 @@ class Extracted:
                 f"ignored {', '.join(ignored) or 'nothing'}")
 
 
-def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> Extracted:
+def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
+            compiler_defines=nvrtc_defines) -> Extracted:
     """Decide whether `text` is a whole program and return the translation unit NVRTC compiles for `kernel`.
 
     text: the submission as written, normalized (LF line ends, no byte order mark: grader.directives.normalize);
     name: the safe file name written into `#line` directives (grader.source.safe_source_name).
+    compiler_defines: which names NVRTC defines itself (grader.predefined.nvrtc_defines; None: decide no
+    `#if` on a name without a leading underscore), so that `#ifdef CUDART_VERSION` is not read as false.
     A file that passes grader.directives' lexer with its own allow-list and defines no host function is not a
     whole program: its `Extracted.text` is `#line 1 "name"` and the scanned text, as grader.source always
     compiled it. Otherwise the file must pass the lexer with PROGRAM_INCLUDES allowed, and the kernel and the
@@ -172,7 +177,7 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> Extract
         as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, headers=_headers(strict))
         if "(" not in strict.normalized:  # no function at all, so no host function (the hostile case: braces)
             return as_is
-        program = _Program(strict, name, kernel)
+        program = _Program(strict, name, kernel, compiler_defines)
         if not program.split_ok:
             if program.defines_main():  # host code that cannot be taken out: NVRTC would only say "host code"
                 program.raise_unsplittable()
@@ -185,7 +190,7 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> Extract
         same = wide.refusal[:2] == strict.refusal[:2]
         line, token, why = strict.refusal if same else wide.refusal
         raise SubmissionError("source", f"{name}:{line}: refused `{token}`: {why}")
-    program = _Program(wide, name, kernel)
+    program = _Program(wide, name, kernel, compiler_defines)
     if not program.split_ok:
         program.raise_unsplittable()
     return program.extract(_headers(wide))
@@ -239,9 +244,10 @@ class _Program:
     (a directive's own tokens) and `nodes` (the `#if` branches around each token).
     """
 
-    def __init__(self, result: Scan, name: str, kernel: str) -> None:
+    def __init__(self, result: Scan, name: str, kernel: str, compiler_defines=None) -> None:
         self.text, self.name, self.kernel = result.normalized, name, kernel
-        tokens = self.tokens = Tokens(result.normalized, (d.offset for d in result.directives))
+        tokens = self.tokens = Tokens(result.normalized, (d.offset for d in result.directives), compiler_defines,
+                                      header_macro_names(_headers(result)))
         self.kinds, self.texts, self.starts, self.ends = tokens.kinds, tokens.texts, tokens.starts, tokens.ends
         self.subs, self.nodes, self.tok_line = tokens.subs, tokens.nodes, tokens.tok_line
         self.decls: list[_Decl] = []
@@ -526,6 +532,9 @@ class _Program:
                     if not stopped and t not in _KEYWORDS and t not in macros:
                         last = t
             elif k == "p":
+                if t == "[" and depth == 0 and j + 1 < end and texts[j + 1] == "[":  # `[[maybe_unused]]`
+                    j = self._attribute_end(j, end)
+                    continue
                 if t in ("(", "[", "{", "<%"):
                     if depth == 0:
                         if t == "(" and j + 1 < end and texts[j + 1] in ("*", "&", "^"):
@@ -593,9 +602,10 @@ class _Program:
             d.device = d.strict = bool(spaces & _VARIABLE_SPACES) or const
 
     def _skip_angles(self, j: int, end: int) -> int:
-        """From the `<` at j, the index after its matching `>` (parentheses respected), at most `end`."""
+        """From the `<` at j, the index after its matching `>` (parentheses respected; `<<` and `<=` are
+        operators, as in `template <int B = 1 << 8>`), at most `end`."""
         depth = paren = 0
-        kinds, texts = self.kinds, self.texts
+        kinds, texts, starts, ends = self.kinds, self.texts, self.starts, self.ends
         while j < end:
             if kinds[j] == "p":
                 t = texts[j]
@@ -603,12 +613,29 @@ class _Program:
                     paren += 1
                 elif t == ")":
                     paren -= 1
+                elif paren == 0 and t == "<" and depth and j + 1 < end and texts[j + 1] in ("<", "=") \
+                        and starts[j + 1] == ends[j]:
+                    j += 2
+                    continue
                 elif paren == 0 and t == "<":
                     depth += 1
                 elif paren == 0 and t == ">":
                     depth -= 1
                     if depth == 0:
                         return j + 1
+            j += 1
+        return end
+
+    def _attribute_end(self, j: int, end: int) -> int:
+        """From the `[[` of an attribute at j, the index after its `]]` (at most `end`)."""
+        depth, texts = 0, self.texts
+        while j < end:
+            if texts[j] == "[":
+                depth += 1
+            elif texts[j] == "]":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
             j += 1
         return end
 

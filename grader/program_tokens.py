@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 CONDITIONALS = frozenset({"if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef"})
 """The conditional directives' names."""
@@ -38,17 +38,25 @@ _TOKEN = re.compile("|".join((
 _KIND = {"p1": "p", "raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "p": "p"}
 
 _NVRTC_PREDEFINED = frozenset({"__CUDACC__", "__CUDA_ARCH__", "__CUDACC_RTC__", "__cplusplus"})
-"""Macros NVRTC defines (checked with NVRTC 13); it defines none without a leading underscore."""
+"""Macros NVRTC defines with a nonzero value (checked with NVRTC 13). Its built-in headers define many more,
+some without a leading underscore (CUDART_VERSION, NULL, assert): compiler_defines tells those."""
 _DEFINED = re.compile(r"(! )?defined (?:\( (\w+) \)|(\w+))", re.ASCII)
 _BARE_NAME = re.compile(r"(! )?()([A-Za-z_]\w*)", re.ASCII)
 
 
 class Tokens:
     """The tokens of `text` (see the module's docstring). text: a scanned submission (grader.directives.Scan's
-    `normalized`); directive_offsets: where that scan saw a directive (its `directives`' offsets)."""
+    `normalized`); directive_offsets: where that scan saw a directive (its `directives`' offsets).
+    compiler_defines: asked which of the names the conditionals test NVRTC itself defines
+    (grader.predefined.nvrtc_defines; it answers None when it cannot tell); without it, or without an answer,
+    no branch is decided on a name without a leading underscore. defined_before: names the grader's prelude
+    defines for this file (never decided: grader.prelude.header_macro_names)."""
 
-    def __init__(self, text: str, directive_offsets: Iterable[int]) -> None:
+    def __init__(self, text: str, directive_offsets: Iterable[int],
+                 compiler_defines: Callable[[frozenset[str]], frozenset[str] | None] | None = None,
+                 defined_before: frozenset[str] = frozenset()) -> None:
         self.text = text
+        self.compiler_defines, self.defined_before = compiler_defines, defined_before
         self.newlines = [m.start() for m in re.finditer("\n", text)]
         self._splice_map()
         starts = {self._spliced_at(o) for o in directive_offsets if text.startswith(("#", "%:"), o)}
@@ -136,6 +144,12 @@ class Tokens:
         kinds, texts, starts, ends, subs = self.kinds, self.texts, self.starts, self.ends, self.subs
         self.file_macros = {sub[2][1] for t, sub in subs.items()
                             if texts[t] in ("define", "undef") and len(sub) > 2 and sub[2][0] == "i"}
+        self.file_macros |= self.defined_before
+        tested = frozenset(x[1] for t, sub in subs.items() if texts[t] in CONDITIONALS for x in sub[2:]
+                           if x[0] == "i" and not x[1].startswith("_") and x[1] not in self.file_macros
+                           and x[1] not in ("defined", "true", "false"))
+        self.compiler_defined = (self.compiler_defines(tested) if self.compiler_defines else None) \
+            if tested else frozenset()
         keep: list[int] = []
         nodes: list[tuple | None] = []
         stack: list[list] = []  # per group: [id, branch, taken, dead, node before the group]
@@ -184,11 +198,13 @@ class Tokens:
     def _condition(self, word: str, sub: list) -> bool | None:
         """The value of a conditional directive's condition where it is certain, else None: `0`, `1`, `false`,
         `true`; `#ifdef X`, `#ifndef X`, `defined(X)`, `!defined X`, and `#if X`, `#if !X`, for a macro X that
-        NVRTC predefines (`__CUDACC__`, `__CUDA_ARCH__`, ...: defined, and nonzero) or that nothing defines (a
-        name without a leading `_` that no `#define` or `#undef` of the file names, as the grader passes no -D:
-        not defined, and 0 in `#if`, as the preprocessor reads an unknown name)."""
+        NVRTC predefines (`__CUDACC__`, `__CUDA_ARCH__`, ...: defined, and nonzero; CUDART_VERSION, NULL, ...
+        as compiler_defines says: defined, value unknown) or that nothing defines (a name without a leading
+        `_` that no `#define` or `#undef` of the file names, the prelude does not define and NVRTC does not,
+        as the grader passes no -D: not defined, and 0 in `#if`, as the preprocessor reads an unknown
+        name)."""
         words = [x[1] for x in sub[2:]]
-        negate = word in ("ifndef", "elifndef")
+        negate, bare = word in ("ifndef", "elifndef"), False
         if word in ("ifdef", "ifndef", "elifdef", "elifndef"):
             name = words[0] if len(words) == 1 else ""
         else:
@@ -199,8 +215,13 @@ class Tokens:
             if not m:
                 return None
             negate, name = bool(m.group(1)), m.group(2) or m.group(3)
+            bare = m.re is _BARE_NAME
         if not name or name in self.file_macros:
             return None
         if name in _NVRTC_PREDEFINED:
             return not negate
-        return negate if not name.startswith("_") else None
+        if name.startswith("_") or self.compiler_defined is None:
+            return None
+        if name in self.compiler_defined:
+            return None if word not in ("ifdef", "ifndef", "elifdef", "elifndef") and bare else not negate
+        return negate

@@ -14,9 +14,11 @@ LAYERS = [
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.model", "grader.directives",
      "grader.program_tokens", "grader.procs", "grader.prelude"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.program"],
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
+    ["grader.predefined"],
+    ["grader.program"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
     # the GPU (and the reference kernels as data, which the chain's rows launch)
     ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],

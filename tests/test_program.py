@@ -527,3 +527,35 @@ def test_the_macros_and_types_of_the_headers_a_file_includes_are_there(header, u
         sub_text, _ = prepare(text, "s.cu")
         compile_sub(sub_text, "s.cu")
     assert "M_PI" not in prepare(KG.replace("g(", "("), "s.cu")[0]  # nothing included, nothing added
+
+
+def test_names_nvrtc_or_the_prelude_defines_are_not_read_as_undefined():
+    # NVRTC's built-in headers define CUDART_VERSION, NULL, assert, ...; the prelude defines M_SQRT1_2 for cmath
+    for cond, taken in (("#ifdef CUDART_VERSION", "1.0f"), ("#if defined(NULL)", "1.0f"),
+                        ("#if CUDART_VERSION", "1.0f"), ("#ifndef assert", "2.0f")):
+        text = "#include <cstdio>\n" + G + f"{cond}\n#define kScale 1.0f\n#else\n#define kScale 2.0f\n#endif\n" + \
+            KG.replace("g(x[", "kScale * g(x[") + MAIN
+        ex = extract(text, "s.cu")
+        assert f"#define kScale {taken}" in ex.text, (cond, ex.text)  # the branch NVRTC takes is kept
+        compile_sub(prelude(ex.headers) + ex.text, "s.cu")
+    text = ("#include <cmath>\n#include <cstdio>\n#ifdef M_SQRT1_2\nconstexpr float kInv = (float)M_SQRT1_2;\n"
+            "#else\nconstexpr float kInv = 0.70710678f;\n#endif\n"
+            "__device__ float g(float v) { return 0.5f * v * (1.0f + erff(v * kInv)); }\n" + KG + MAIN)
+    ex = extract(text, "s.cu")
+    assert ex.kept == ("kInv", "g") and "#ifdef M_SQRT1_2" in ex.text
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
+    # without an answer from NVRTC nothing is decided on such a name: both branches stay for NVRTC
+    ex = extract("#include <cstdio>\n#ifdef TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu", compiler_defines=None)
+    assert "#ifdef TIMING" in ex.text
+
+
+def test_a_shift_in_a_default_template_argument_and_attributes():
+    copy = "template <int kBlock = 1 << 8, bool kWide = (kBlock <= 256)>\n" \
+           "__global__ void copyFloor(const float* in, float* out) { out[threadIdx.x] = in[kBlock]; }\n"
+    ex = extract("#include <cstdio>\n" + G + copy + KG + MAIN, "s.cu")
+    assert ex.kept == ("g",) and "copyFloor" in ex.ignored
+    text = ("#include <cstdio>\n[[maybe_unused]] constexpr float kInv = 0.70710678f;\n"
+            "[[nodiscard]] __device__ float g(float v) { return 0.5f * v * (1.0f + erff(v * kInv)); }\n" + KG + MAIN)
+    ex = extract(text, "s.cu")
+    assert ex.kept == ("kInv", "g")
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")
