@@ -35,6 +35,13 @@ _WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ASCII_WHOLE = re.compile(r"[0-9]+")
 _UNIT_AFTER = re.compile(r"[ \t]*(?:ms|us|\u00b5s|ns|s|[kKMGT]i?B/s|bytes?|floats?)(?![A-Za-z/])")
 """A unit after a number: that number is a time, a bandwidth or a size, not the claimed fraction."""
+_OPERAND_AFTER = re.compile(r"[ \t]*[/*\u00f7]")
+_OPERAND_BEFORE = re.compile(r"[/*\u00f7][ \t]*$")
+"""A number divided or multiplied (`0.5392 / 0.5601`) is an operand, not the claimed fraction (its result is)."""
+_BOUND_BEFORE = re.compile(r"\b(?:exceed(?:s|ed|ing)?|above|beyond|over|(?:more|greater|higher|larger) than|"
+                           r"at most|up to|limit(?:ed)?(?: (?:of|at|to))?|cap(?:ped)?(?: at)?|bounded by|"
+                           r"max(?:imum)?(?: of)?)[ \t]+(?:of[ \t]+)?$", re.I)
+"""A number after these words is the bound the sentence explains ("cannot exceed 1.0 x copy"), not the claim."""
 
 
 class StudentRow(ReportModel):
@@ -109,10 +116,12 @@ def parse_row(value: str) -> StudentRow:
 def parse_claim(value: str) -> StudentClaim:
     """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
     decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's closing period is not part
-    of it), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`). Where the
-    sentence names the copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest
-    those words wins ("At 1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.0" states 0.94);
-    elsewhere the first percentage, else the first such decimal. Numbers are ASCII digits; a run such as
+    of it), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
+    operand of a division (`0.5392 / 0.5601`; its result after `=` is), and not the bound the sentence explains
+    (after "exceed", "above", "at most", ...: "it cannot exceed 1.0 x copy"). Where the sentence names the
+    copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest those words wins ("At
+    1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.0" states 0.94); elsewhere the first
+    percentage, else the first such decimal. Numbers are ASCII digits; a run such as
     1.2.3 is no number. Linear in the length of the sentence, but for a log factor."""
     claim = StudentClaim(raw=value)
     percents: list[tuple[int, int, float]] = []
@@ -123,8 +132,11 @@ def parse_claim(value: str) -> StudentClaim:
             continue
         number = m.group().rstrip(".")
         end = m.start() + len(number)
-        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2 and not _UNIT_AFTER.match(value, end):
+        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2 and not _UNIT_AFTER.match(value, end) \
+                and not _OPERAND_AFTER.match(value, end) and not _before(value, m.start(), _OPERAND_BEFORE):
             decimals.append((m.start(), end, float(number)))
+    percents = [c for c in percents if not _before(value, c[0], _BOUND_BEFORE)]
+    decimals = [c for c in decimals if not _before(value, c[0], _BOUND_BEFORE)]
     candidates = sorted(percents + decimals)
     if not candidates:
         return claim
@@ -146,6 +158,11 @@ def parse_claim(value: str) -> StudentClaim:
 
     claim.fraction = min(candidates, key=distance)[2]
     return claim
+
+
+def _before(value: str, start: int, pattern: re.Pattern) -> bool:
+    """Whether `pattern` matches the 32 characters before index `start` of `value`, up to `start`."""
+    return pattern.search(value, max(0, start - 32), start) is not None
 
 
 PAGE_ROWS, PAGE_COLS = 16384, 1024
@@ -457,18 +474,39 @@ def find_row(text: str) -> StudentRow | None:
     when no comment holds one."""
     candidate = None
     for line_no, body in comment_lines(text):
-        m = _ROW_START.match(body)
-        if not m or body.lstrip().startswith("grade:"):
+        found = _row_fields(body)
+        if found is None:
             continue
-        rest = _X_COPY_UNIT.sub("", body[m.end():]).strip().strip("|").strip()
-        fields = [f.strip() for f in rest.split("|")] if "|" in rest else rest.split()
-        row = parse_row(" | ".join([m.group("label"), *fields]))
+        label, fields = found
+        row = parse_row(" | ".join([label, *fields]))
         row.raw, row.where = body.strip(), f"comment, line {line_no}"
         if row.problem is None:
             return row
-        if candidate is None and sum(bool(NUMBER.fullmatch(f)) for f in fields[:2]) == 2:
+        if candidate is None and _starts_like_a_row(fields):
             candidate = row
     return candidate
+
+
+def _row_fields(body: str) -> tuple[str, list[str]] | None:
+    """(label, fields) of a comment line that starts with the kernel's name (not a `grade:` line), the x copy
+    marks and units taken off; None for any other line."""
+    m = _ROW_START.match(body)
+    if not m or body.lstrip().startswith("grade:"):
+        return None
+    rest = _X_COPY_UNIT.sub("", body[m.end():]).strip().strip("|").strip()
+    return m.group("label"), [f.strip() for f in rest.split("|")] if "|" in rest else rest.split()
+
+
+def _starts_like_a_row(fields: list[str]) -> bool:
+    """The label is followed by two numbers (kernels, floats/elem): a row, maybe a malformed one."""
+    return sum(bool(NUMBER.fullmatch(f)) for f in fields[:2]) == 2
+
+
+def _row_like(body: str) -> bool:
+    """Whether a comment line is (or starts like) the kernel's table row, not a sentence that begins with the
+    kernel's name ("biasGeluFused reached 97.9% of ...")."""
+    found = _row_fields(body)
+    return found is not None and _starts_like_a_row(found[1])
 
 
 _HEADER_WORDS = frozenset({"version", "kernel", "kernels", "floats/elem", "ms", "gb/s", "x", "copy", "spread",
@@ -480,9 +518,9 @@ _HEADER_WORDS = frozenset({"version", "kernel", "kernels", "floats/elem", "ms", 
 def table_line(body: str) -> bool:
     """Whether a comment line is part of a pasted table, not prose: a header (every cell a header word, three
     or more), a rule (`---`, `|---|:--|`), or a data row (three numbers or more, and no more words than
-    numbers: `addBiasRow 1 2 0.5796 231.6 0.93`)."""
+    numbers: `addBiasRow 1 2 0.5796 231.6 0.93`); a line with a lone `=` or `/` is arithmetic, not a row."""
     cells = body.replace("|", " ").split()
-    if not cells:
+    if not cells or "=" in cells or "/" in cells:  # `239.6 / 244.7 = 0.979` is arithmetic, not a table
         return False
     if all(set(c) <= set("-:+=") for c in cells):
         return True
@@ -501,7 +539,7 @@ def find_claim(text: str) -> StudentClaim | None:
     last = -2
     for line_no, body in comment_lines(text):
         stripped = body.strip()
-        if stripped.startswith("grade:") or _ROW_START.match(body) or table_line(body):
+        if stripped.startswith("grade:") or _row_like(body) or table_line(body):
             last = -2
             continue
         if not stripped:

@@ -443,6 +443,10 @@ def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
     "It reached 0.94 of the copy floor; it cannot exceed 1.0 because it moves what the copy moves.",
     "In 1.1420 ms (117.5 GB/s) it reached 0.94 x copy.",
     "Fraction of the copy floor: 0.94.",
+    "It reached 0.94 of the copy floor (0.5392 / 0.5601), and cannot exceed 1 because it moves what the copy does.",
+    "It reached 0.94 of the copy floor; the number cannot exceed 1.0 x copy because copyFloor moves the same bytes.",
+    "It cannot exceed 1.0 of the copy floor because it moves the same bytes; mine reached 0.94.",
+    "biasGeluFused reached 94% of the 244.7 GB/s copy ceiling; it cannot exceed 100%.",
 ])
 def test_the_fraction_is_the_number_that_goes_with_the_copy_floor(sentence):
     assert find_claim(f"// {sentence}\n").fraction == 0.94
@@ -458,3 +462,12 @@ def test_a_digit_separator_does_not_hide_the_comment_after_it():
 def test_line_numbers_after_a_string_continued_on_the_next_line():
     text = 'const char* s = "one \\\ntwo";\n// biasGeluFused 1 2 0.4881 275.0 0.96\n'
     assert find_row(text).where == "comment, line 3"
+
+
+def test_a_worked_division_over_lines_is_one_sentence():
+    text = ("// My kernel reached 239.6 GB/s of the 244.7 GB/s copy floor:\n// 239.6 / 244.7 = 0.979\n"
+            "// and it cannot exceed 1 because it moves exactly what copyFloor moves.\n"
+            "// biasGeluFused 1 2 0.5601 239.6 0.98\n")
+    claim = find_claim(text)
+    assert (claim.fraction, claim.where) == (0.979, "comment, line 1")
+    assert parse_claim("It only says that it cannot exceed 1.0 x copy.").fraction is None  # a bound, no claim
