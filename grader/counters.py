@@ -14,6 +14,8 @@ fills x and bias at the benchmark shape, then launches the submission once and t
 counters never change a verdict; without `ncu`, or without permission to read the counters, the report says
 why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver option
 NVreg_RestrictProfilingToAdminUsers=0, which /proc/driver/nvidia/params shows as RmProfilingAdminOnly: 0).
+CUPTI is not a fallback: cupti-python 13.4 on the H200's 13.0 driver enabled PM sampling but failed to create
+a profiler-host configuration (CUPTI_ERROR_INVALID_PARAMETER), and its range profiler has no Python binding.
 
 Findings, against the byte model (grader.exercise: x read once, out written once, 8 bytes per element; the
 bias is one cols-float row read from cache):
