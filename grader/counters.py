@@ -134,7 +134,7 @@ def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIM
         raise CountersUnavailable("no Nsight Compute here (`ncu` not on PATH, CUDA_HOME or the usual folders); "
                                   "install the CUDA toolkit's Nsight Compute to measure bytes")
     with tempfile.TemporaryDirectory(prefix="grade-ncu-") as tmp:
-        version, _ = _run([ncu, "--version"], tmp, VERSION_TIMEOUT_S, "ncu --version", on_start)
+        version, _ = _run([ncu, "--version"], tmp, VERSION_TIMEOUT_S, "ncu --version", on_start, keep_stdout=True)
         log, err_path = Path(tmp) / "ncu.csv", Path(tmp) / "stderr.txt"
         cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--cache-control", "all",
                "--metrics", ",".join(METRICS), "--log-file", str(log),
@@ -153,16 +153,15 @@ def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIM
         return _version(version), parse_csv(text)
 
 
-def _run(cmd: list[str], cwd: str, timeout_s: float, what: str, on_start, stderr: Path | None = None
-         ) -> tuple[str, int]:
-    """Run `cmd` in a session of its own with stdout discarded (or, without `stderr`, its first 4 KiB kept:
-    `ncu --version`) and stderr to the file `stderr`; returns (what stdout kept, exit status). Kills the
-    session on a timeout, an error or an interrupt; raises CountersUnavailable for a timeout or a failed
-    start."""
-    keep = stderr is None
+def _run(cmd: list[str], cwd: str, timeout_s: float, what: str, on_start, *, keep_stdout: bool = False,
+         stderr: Path | None = None) -> tuple[str, int]:
+    """Run `cmd` in a session of its own; returns (the first 4 KiB of its stdout with `keep_stdout`, else "";
+    its exit status). stdout is otherwise discarded, and stderr goes to the file `stderr` (or is discarded).
+    Kills the session on a timeout, an error or an interrupt; raises CountersUnavailable for a timeout or a
+    failed start."""
     out_path = Path(cwd) / "stdout.txt"
     try:
-        with open(out_path if keep else os.devnull, "wb") as out, \
+        with open(out_path if keep_stdout else os.devnull, "wb") as out, \
                 open(stderr if stderr else os.devnull, "wb") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
                                     start_new_session=os.name != "nt")
@@ -176,7 +175,7 @@ def _run(cmd: list[str], cwd: str, timeout_s: float, what: str, on_start, stderr
         raise CountersUnavailable(f"{what} did not finish within {timeout_s:g} s") from None
     finally:
         _kill_session(proc)
-    return (_tail(out_path, 4096, head=True) if keep else ""), returncode
+    return (_tail(out_path, 4096, head=True) if keep_stdout else ""), returncode
 
 
 def _kill_session(proc: subprocess.Popen) -> None:

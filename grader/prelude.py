@@ -101,13 +101,16 @@ unsigned long long on Windows, as glibc and MSVC declare them)."""
 def prelude(headers: tuple[str, ...] | list[str]) -> str:
     """The text before a submission's `#line 1`: PRELUDE, then HEADER_MACROS' text for each group of headers
     the file includes (`headers`: their names, as grader.program.Extracted.headers gives them)."""
-    named = set(headers)
-    return PRELUDE + "".join(text for group, text in HEADER_MACROS.items() if named.intersection(group))
+    return PRELUDE + "".join(_included(headers))
 
 
 def header_macro_names(headers: tuple[str, ...] | list[str]) -> frozenset[str]:
     """The macros the prelude defines for a file that includes `headers` (so `#ifdef M_PI` is not decided
     without them: grader.program)."""
+    return frozenset(m for text in _included(headers) for m in re.findall(r"^#define (\w+)", text, re.M))
+
+
+def _included(headers: tuple[str, ...] | list[str]) -> list[str]:
+    """HEADER_MACROS' texts for the groups `headers` names, in HEADER_MACROS' order."""
     named = set(headers)
-    return frozenset(m for group, text in HEADER_MACROS.items() if named.intersection(group)
-                     for m in re.findall(r"^#define (\w+)", text, re.M))
+    return [text for group, text in HEADER_MACROS.items() if named.intersection(group)]

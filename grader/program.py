@@ -174,26 +174,27 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
     """
     strict = scan(text)
     if strict.refusal is None:
-        as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, headers=_headers(strict))
+        headers = _headers(strict)
+        as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, headers=headers)
         if "(" not in strict.normalized:  # no function at all, so no host function (the hostile case: braces)
             return as_is
-        program = _Program(strict, name, kernel, compiler_defines)
+        program = _Program(strict, name, kernel, headers, compiler_defines)
         if not program.split_ok:
             if program.defines_main():  # host code that cannot be taken out: NVRTC would only say "host code"
                 program.raise_unsplittable()
             return as_is
         if not program.has_host_code:
             return as_is
-        return program.extract(_headers(strict))
+        return program.extract()
     wide = scan(text, PROGRAM_INCLUDES)
     if wide.refusal is not None:
         same = wide.refusal[:2] == strict.refusal[:2]
         line, token, why = strict.refusal if same else wide.refusal
         raise SubmissionError("source", f"{name}:{line}: refused `{token}`: {why}")
-    program = _Program(wide, name, kernel, compiler_defines)
+    program = _Program(wide, name, kernel, _headers(wide), compiler_defines)
     if not program.split_ok:
         program.raise_unsplittable()
-    return program.extract(_headers(wide))
+    return program.extract()
 
 
 def _headers(result: Scan) -> tuple[str, ...]:
@@ -244,10 +245,11 @@ class _Program:
     (a directive's own tokens) and `nodes` (the `#if` branches around each token).
     """
 
-    def __init__(self, result: Scan, name: str, kernel: str, compiler_defines=None) -> None:
-        self.text, self.name, self.kernel = result.normalized, name, kernel
+    def __init__(self, result: Scan, name: str, kernel: str, headers: tuple[str, ...] = (),
+                 compiler_defines=None) -> None:
+        self.text, self.name, self.kernel, self.headers = result.normalized, name, kernel, headers
         tokens = self.tokens = Tokens(result.normalized, (d.offset for d in result.directives), compiler_defines,
-                                      header_macro_names(_headers(result)))
+                                      header_macro_names(headers))
         self.kinds, self.texts, self.starts, self.ends = tokens.kinds, tokens.texts, tokens.starts, tokens.ends
         self.subs, self.nodes, self.tok_line = tokens.subs, tokens.nodes, tokens.tok_line
         self.decls: list[_Decl] = []
@@ -767,7 +769,7 @@ class _Program:
 
     # --- extraction ------------------------------------------------------------------------------------
 
-    def extract(self, headers: tuple[str, ...]) -> Extracted:
+    def extract(self) -> Extracted:
         """The Extracted of a whole program (see the module's docstring); raises SubmissionError."""
         decls = self.decls
         kernels = [k for k, d in enumerate(decls) if d.kind == "function" and self.kernel in d.names]
@@ -857,7 +859,7 @@ class _Program:
                 pieces.append((d.first, d.last))
         pieces.sort()
         text = self._assemble(pieces)
-        return self._result(text, everything, kept, headers, kernels)
+        return self._result(text, everything, kept, self.headers, kernels)
 
     def _conditional_groups(self) -> tuple[list[int | None], list[int | None], list[list[int]], list[int]]:
         """The `#if` groups among the declarations: for each declaration (and each directive inside one, by
