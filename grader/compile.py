@@ -101,13 +101,13 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
     try:
         obj = program.compile("cubin", name_expressions=kernels, logs=log)
     except Exception as err:  # NVRTCError: the log is in its message
-        raw = str(err)
+        raw = str(err).replace("\x00", "")  # cuda.core passes on NVRTC's log with its terminating NUL bytes
         lines, dropped = _diagnostics(raw, name, "error")
         if "__nv_name_map" in raw and not lines:
             raise SubmissionError("compile", _missing_kernel_message(text, name, kernels, arch)) from None
         what = "compile error"
         if not lines:  # ptxas's errors have no file(line): too much __constant__ or __shared__ data, ...
-            lines = [_cut(m.group()) for m in _PTXAS_ERROR.finditer(raw.replace("\x00", ""))][:MAX_DIAGNOSTICS]
+            lines = [_cut(m.group()) for m in _PTXAS_ERROR.finditer(raw)][:MAX_DIAGNOSTICS]
             what = ("ptxas (the assembler) refused the compiled code; its error is below (e.g. __constant__ "
                     "data over 64 KiB, __shared__ data over a block's limit)") if lines else what
         lines = (lines or ["(NVRTC gave no diagnostic for this file)"]) + (
@@ -115,7 +115,7 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
         raise SubmissionError("compile", f"{name}: {what}", details=_cap("\n".join(lines))) from None
     ptx = _ptx_of(program)
     entries = dict(_entries(ptx))
-    raw_log = log.getvalue()
+    raw_log = log.getvalue().replace("\x00", "")  # as the error's log: no NUL in any log shown or written
     warnings, warnings_dropped = _diagnostics(raw_log, name, "warning")
     infos = {}
     for kernel in kernels:

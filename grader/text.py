@@ -16,9 +16,9 @@ _MARKDOWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\",
 
 def printable(text: str, limit: int | None = 80) -> str:
     """`text` as one line safe for a terminal: every character that is not printable (control characters
-    such as ESC, line breaks, tabs, format characters such as bidirectional overrides, lone surrogates from
-    an undecodable file name) shown as its Python escape (`\\x1b`, `\\n`, `\\u202e`); cut to `limit`
-    characters with `...` (None: no cut)."""
+    such as ESC, line breaks, tabs, format characters such as bidirectional overrides) shown as its Python
+    escape (`\\x1b`, `\\n`, `\\u202e`), and a byte of a file name that was not UTF-8 as that byte (`\\xe9`);
+    cut to `limit` characters with `...` (None: no cut)."""
     out = _escape(text, "")
     return out if limit is None or len(out) <= limit else out[: max(0, limit - 3)] + "..."
 
@@ -30,8 +30,16 @@ def printable_lines(text: str) -> str:
 
 
 def _escape(text: str, keep: str) -> str:
-    return "".join(ch if ch.isprintable() or ch in keep else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
+    return "".join(ch if ch.isprintable() or ch in keep else _escaped_char(ch) for ch in text)
+
+
+def _escaped_char(ch: str) -> str:
+    """One character that is not printable as its escape: a byte that was not UTF-8 in a file name (Python
+    decodes it as a lone surrogate U+DC80..U+DCFF, PEP 383) as that byte, `\\xe9`; anything else as Python
+    writes it (`\\x1b`, `\\n`, `\\u202e`)."""
+    if "\udc80" <= ch <= "\udcff":
+        return f"\\x{ord(ch) - 0xDC00:02x}"
+    return ch.encode("unicode_escape").decode("ascii")
 
 
 def markdown_cell(text: str, limit: int | None = 80) -> str:

@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text
-    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.model", "grader.directives",
+    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.directives",
      "grader.program_tokens", "grader.procs", "grader.prelude"],
+    ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass"],
     # reading a submission

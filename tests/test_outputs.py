@@ -222,3 +222,39 @@ def test_benchmarks_exit_3_without_a_gpu_and_print_no_figure(name, tmp_path, mon
 
 def test_exit_4_is_distinct_from_fail():
     assert EXIT_GRADER == 4 and EXIT_GRADER not in (0, 1, 2, 3)
+
+
+# --- the JSON report is as safe to print as the text report -----------------------------------------------
+UNSAFE = ("\x9b", "\u202e", "\x00", "\x1b")
+"""C1 control (CSI), bidirectional override, NUL, ESC: never raw in any output."""
+
+
+def test_json_report_escapes_controls_and_bidi_overrides_from_compiler_excerpts(tmp_path, capsys):
+    src = tmp_path / "s.cu"
+    src.write_text('extern "C" __global__ void biasGeluFused(const float* x, const float* bias, float* out, '
+                   'size_t cols) { out[0] = x[0] \u202e+ undefined_name\x9b; }\n', encoding="utf-8")
+    assert main([str(src), "--json"]) == 1
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in UNSAFE), out
+    report = json.loads(out)
+    assert report["stage"] == "compile"
+    assert "\\u202e" in report["details"] and "\\x9b" in report["details"]
+    assert GradeReport.model_validate_json(out).model_dump_json(indent=2) == out.rstrip("\n")  # idempotent
+
+
+def test_a_file_name_that_is_not_utf8_still_gives_a_json_report(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "caf\udce9.cu"  # the byte 0xE9 (Latin-1 é) as Python decodes it from a file name
+    src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([str(src), "--json"]) == EXIT_NO_GPU
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "no-gpu" and report["file"].endswith("caf\\xe9.cu")
+
+
+def test_no_nul_byte_in_the_compile_log(capsys):
+    from grader.compile import compile_kernels
+
+    compiled = compile_kernels((SUBMISSIONS / "gold_float4.cu").read_text(), "gold.cu", ("biasGeluFused",), "sm_90")
+    assert "ptxas info" in compiled.log and "\x00" not in compiled.log  # cuda.core hands NVRTC's NULs on
+    assert main([str(SUBMISSIONS / "compile_error.cu"), "--json"]) == 1
+    assert "\\x00" not in capsys.readouterr().out
