@@ -3,7 +3,11 @@ reason (no driver, no device) on machines without a CUDA GPU, such as CI."""
 
 from __future__ import annotations
 
+import gc
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +21,70 @@ def alive(pid: int) -> bool:
         return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+HANG_GUARD_S = 60.0
+"""How long wait_until waits (for a killed process to be gone, a batch to write its rows: milliseconds to a
+few seconds): a guard so that a test fails instead of hanging, never a speed limit. Tests read no clock
+themselves (tests/test_newcomer.py checks it): waits go through wait_until, linear time through
+assert_linear."""
+
+
+def wait_until(condition: Callable[[], bool]) -> bool:
+    """Poll `condition` every 50 ms until it holds or HANG_GUARD_S has passed; whether it holds."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def ended(*pids: int) -> bool:
+    """Whether every process in `pids` is gone (wait_until: a killed process group is reaped asynchronously)."""
+    return wait_until(lambda: not any(alive(p) for p in pids))
+
+
+GROWTH = 8
+"""assert_linear's large input is GROWTH times its small one."""
+MAX_RATIO = 20
+"""A linear step takes about GROWTH = 8 times as long on the large input, a quadratic one 64 times: a ratio
+of CPU times up to 20 passes (n log n, caches and noise fit; a quadratic step does not)."""
+MIN_CPU_S = 0.02
+"""Each size is run until it has used this much CPU time, so a fast call is timed as the mean of many."""
+
+
+def cpu_seconds_per_call(run: Callable[[Any], Any], arg: Any) -> tuple[float, Any]:
+    """The mean CPU time of this process (time.process_time, its threads included; not wall time, so another
+    process on the machine does not count) of run(arg) over as many calls as make MIN_CPU_S, garbage
+    collection off; and what the last call returned."""
+    calls, total, out = 0, 0.0, None
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while total < MIN_CPU_S:
+            start = time.process_time()
+            out = run(arg)
+            total += time.process_time() - start
+            calls += 1
+    finally:
+        if was_enabled:
+            gc.enable()
+    return total / calls, out
+
+
+def assert_linear(run: Callable[[Any], Any], make: Callable[[int], Any], size: int) -> Any:
+    """Assert that run(make(size)) takes at most MAX_RATIO times the CPU time of run(make(size // GROWTH)):
+    linear time checked by the ratio of two input sizes, never against a clock limit (which fails on a
+    loaded 2-core machine). `make(n)` builds an input of size n (characters, declarations, ...). Returns
+    what run(make(size)) returned, for the caller's own checks. A first, uncounted call on the small input
+    keeps one-time set-up (caches, compiled patterns) off the small side's time."""
+    small, large = make(max(1, size // GROWTH)), make(size)
+    run(small)
+    small_s, _ = cpu_seconds_per_call(run, small)
+    large_s, out = cpu_seconds_per_call(run, large)
+    ratio = large_s / max(small_s, 1e-9)
+    assert ratio <= MAX_RATIO, (f"{GROWTH}x the input took {ratio:.1f}x the CPU time ({small_s:.4f} s -> "
+                                f"{large_s:.4f} s; linear: about {GROWTH}x, quadratic: {GROWTH ** 2}x)")
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import alive
+from conftest import alive, ended, wait_until
 
 from grader import batch, gradebook as gb, pool
 from grader.gradescope import gradescope_results
@@ -321,21 +321,14 @@ def test_killed_batch_resumes_and_leaves_no_worker_behind(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(cls), "--out", str(out), "--quiet",
                              "--compile-limit", "120"], cwd=ROOT)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if (out / "results.jsonl").exists() and len(jsonl(out / "results.jsonl")) == 2:
-                break
-            time.sleep(0.1)
+        wait_until(lambda: (out / "results.jsonl").exists() and len(jsonl(out / "results.jsonl")) == 2)
         time.sleep(1.0)  # zz_deep is compiling now
         workers = _children(proc.pid)
         assert workers, "the batch should have a worker running"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    deadline = time.time() + 10
-    while any(alive(w) for w in workers) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(w) for w in workers), "a worker outlived its batch"
+    assert ended(*workers), "a worker outlived its batch"
     assert len(jsonl(out / "results.jsonl")) == 2
     r = grade("batch", cls, "--out", out, "--quiet", "--compile-limit", "2")
     assert r.returncode in (0, 3)
@@ -349,9 +342,7 @@ def test_interrupt_stops_workers_and_writes_what_is_done(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(cls), "--out", str(out), "--quiet",
                              "--compile-limit", "120"], cwd=ROOT)
-    deadline = time.time() + 60
-    while time.time() < deadline and not ((out / "results.jsonl").exists() and jsonl(out / "results.jsonl")):
-        time.sleep(0.1)
+    wait_until(lambda: (out / "results.jsonl").exists() and bool(jsonl(out / "results.jsonl")))
     time.sleep(1.0)
     workers = _children(proc.pid)
     proc.send_signal(signal.SIGTERM)
@@ -399,10 +390,8 @@ def test_limits_and_crashes_become_error_rows_and_the_batch_goes_on(tmp_path, mo
                                 "c.cu": "// FAKE: hang-run\n", "d.cu": "// FAKE: segv\n", "e.cu": "// FAKE: exit\n",
                                 "f.cu": "// fine\n"})
     out = tmp_path / "out"
-    t0 = time.time()
     code = batch.main(["batch", str(cls), "--out", str(out), "--compile-limit", "1", "--run-limit", "1.5", "--quiet"])
-    assert code in (0, 3)
-    assert time.time() - t0 < 30
+    assert code in (0, 3)  # the hanging workers sleep an hour: each reason below says which limit ended it
     rows = by_id(out)
     assert rows["a"]["stage"] == "setup" and "did not start within 1.5 s" in rows["a"]["reason"]
     assert rows["b"]["stage"] == "compile" and "compile time limit exceeded" in rows["b"]["reason"]
@@ -425,18 +414,14 @@ def test_a_worker_stopped_while_measuring_counters_keeps_its_verdict_and_leaves_
     assert row["verdict"] == "gold" and row["fraction"] == 0.96, row
     assert "ncu did not finish within 1.5 s" in row["report"]["counters"]["unavailable"]
     child = int((tmp_path / "child.pid").read_text())
-    deadline = time.time() + 5
-    while alive(child) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "the profiler's process group outlived its worker"
+    assert ended(child), "the profiler's process group outlived its worker"
 
 
 def test_memory_limit_stops_an_exploding_compile(tmp_path):
     cls = make_class(tmp_path, {"deep.cu": DATA / "deep_template.cu", "ok.cu": REFUSED_INCLUDE})
     out = tmp_path / "out"
-    t0 = time.time()
     r = grade("batch", cls, "--out", out, "--memory-limit", "0.4", "--compile-limit", "120", "--quiet")
-    assert r.returncode in (0, 3) and time.time() - t0 < 60
+    assert r.returncode in (0, 3)
     rows = by_id(out)
     assert rows["deep"]["stage"] == "compile"
     assert "memory limit exceeded: the grading process used more than 0.4 GiB while compiling" in rows["deep"]["reason"]

@@ -53,6 +53,20 @@ def test_a_floor_far_below_the_card_is_not():
     assert disturbed(quiet(), floor_gbs=1100, peak_gbs=None) == []  # no peak known: no such check
 
 
+class FakeClock:
+    """Stands in for the `time` module: monotonic() is the sum of the sleeps so far."""
+
+    def __init__(self):
+        self.now, self.sleeps = 0.0, 0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.sleeps += 1
+
+
 class StubGpu:
     def __init__(self, loads=()):
         self.loads = list(loads)
@@ -99,9 +113,10 @@ def test_wait_for_quiet_is_bounded_and_says_so(monkeypatch, capsys):
     busy = GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=100)
     assert wait_for_quiet(StubGpu([busy, busy, GpuLoad()]), wait_s=5).processes == []
     assert "in use by pid 7 (stream, 4.0 GiB) (100% utilization)" in capsys.readouterr().err
-    t0 = time.monotonic()
+    clock = FakeClock()  # the wait is bounded by its own clock, checked without a clock limit on the test
+    monkeypatch.setattr(contention, "time", clock)
     assert wait_for_quiet(StubGpu([busy]), wait_s=0.2) is busy
-    assert time.monotonic() - t0 < 2
+    assert clock.sleeps in (20, 21) and clock.now == pytest.approx(0.2, abs=0.011)  # 0.2 s of 0.01 s polls
     assert wait_for_quiet(StubGpu([]), wait_s=5) is None  # no NVML: no wait
 
 

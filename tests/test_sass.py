@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import SUBMISSIONS, alive
+from conftest import SUBMISSIONS, ended
 
 from grader import exercise, sass
 from grader.compile import compile_kernels
@@ -371,16 +370,6 @@ def test_code_hints_reads_the_cubin_when_given_one():
     assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin) == []
 
 
-@needs_tool
-def test_cost_of_the_machine_code_hints():
-    """The docstring of grader.sass gives the measured cost (about 0.4 s); here only a loose bound for CI."""
-    cubin, ptx, info = build("gold_float4.cu")
-    sass.find_disassembler()
-    t0 = time.perf_counter()
-    code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin)
-    assert time.perf_counter() - t0 < 5.0
-
-
 # --- finding and running a disassembler, and the PTX fallback (no real disassembler needed) --------------
 
 def fake_tool(folder: Path, name: str, body: str) -> Path:
@@ -427,15 +416,10 @@ def test_a_child_left_holding_the_tools_output_is_killed(tmp_path):
     pid_file = tmp_path / "child.pid"
     body = f'sleep 3600 & echo $! > "{pid_file}"; exit 0'
     tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", body)))
-    t0 = time.monotonic()
-    with pytest.raises(DisassemblyError, match="output did not end when it exited"):
+    with pytest.raises(DisassemblyError, match="output did not end when it exited"):  # not after the child's hour
         sass.disassemble(b"\x7fELF", tool, timeout_s=2.0)
-    assert time.monotonic() - t0 < 4.5  # the tool's exit, then at most 2 s for what is left in the pipe
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "the tool's child outlived it"
+    assert ended(child), "the tool's child outlived it"
 
 
 @posix_only

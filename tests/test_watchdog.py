@@ -38,24 +38,22 @@ def _run_stuck(limit: float) -> subprocess.Popen:
                                                                                os.environ.get("PYTHONPATH")]))})
 
 
+# The stuck thread waits 30 s and then prints "woke up": its absence shows the process was ended, not that it
+# finished; communicate's timeout is a guard against a hang, far above both.
 def test_a_stage_past_its_limit_ends_the_process():
-    t0 = time.monotonic()
     p = _run_stuck(0.5)
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=120)
     assert p.returncode == 1 and "expired verify after 0.5" in err and "woke up" not in out
-    assert time.monotonic() - t0 < 10
 
 
 def test_ctrl_c_stops_a_stuck_main_thread():
     p = _run_stuck(600)
     assert p.stdout.readline().strip() == "stuck"
     time.sleep(1.0)  # let the main thread reach its wait (before it, Python itself would stop it)
-    t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=120)
     assert p.returncode == watchdog.EXIT_INTERRUPTED
     assert "interrupted (Ctrl-C)" in err and "woke up" not in out
-    assert time.monotonic() - t0 < 10
 
 
 def test_stage_limits_cover_the_timing_waits():
