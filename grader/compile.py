@@ -1,7 +1,7 @@
 """Stage 2, compile: NVRTC (through cuda.core's Program) to a cubin for one compute capability.
 
 Never PTX for loading: NVRTC from PyPI is newer than the GPU machine's driver, which refuses its PTX with
-CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (../shared/device/README.md).
+CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (docs/h200.md).
 The PTX NVRTC produced on the way is kept (read from the same NVRTC program through cuda.bindings) for the
 parameter list and the code hints. Diagnostics come back as `file:line: message`; only diagnostics about the
 submission's own file are shown, and the log is capped, so no line of another file can reach the output.

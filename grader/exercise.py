@@ -1,8 +1,8 @@
 """The exercise's constants, in one place: shapes, byte model, tolerance and grade thresholds.
 
 Source: the course page "LLM kernels 2: RoPE, GELU and elementwise fusion" (day 96), its "Exercise",
-"Solution" and "Pitfalls" sections (`../shared/seeds/000_3bee2473ee359d2c.txt`). Every other module reads
-these names; none repeats a number given here.
+"Solution" and "Pitfalls" sections. Facts of the grading machine used here are the project's own notes,
+docs/h200.md. Every other module reads these names; none repeats a number given here.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ rows longer than any block, and the most rows a row grid can launch."""
 
 MAX_GRID_Y = 65535
 """gridDim.y limit (CUDA Programming Guide, "Compute capabilities" table; a row grid of 131072 rows
-fails to launch on the H200 with CUDA_ERROR_INVALID_VALUE, ../shared/device/README.md)."""
+fails to launch on the H200 with CUDA_ERROR_INVALID_VALUE, docs/h200.md)."""
 
 BENCH_L2_MULTIPLE = 16
 """Each benchmark buffer is at least this many times the L2 size, so the timed traffic is DRAM traffic
-(the H200's L2 is 60 MiB; a 64 MiB buffer is mostly cache, ../shared/device/README.md)."""
+(the H200's L2 is 60 MiB; a 64 MiB buffer is mostly cache, docs/h200.md)."""
 
 BENCH_COL_MULTIPLE = 1024
 """Benchmark cols are a multiple of this (so a multiple of 4: every row is 16-byte aligned)."""

@@ -161,3 +161,53 @@ def test_sdist_holds_what_its_tests_need(tmp_path):
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "data").rglob("*.cu")}
     needed |= {str(p.relative_to(ROOT)) for p in SUBMISSIONS.glob("*.cu")}
     assert needed - names == set()
+
+
+# --- the supported Pythons, the tests' clocks and the repository's own notes -----------------------------
+def supported_pythons() -> tuple[int, int]:
+    """(oldest, newest) minor version of Python 3 that pyproject.toml admits (requires-python >=3.A,<3.B)."""
+    import re
+
+    spec = re.search(r'^requires-python = "(.*)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    low, below = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", spec).groups()
+    return int(low), int(below) - 1
+
+
+def test_the_python_running_the_tests_is_one_the_package_admits_and_the_readme_names():
+    oldest, newest = supported_pythons()
+    assert oldest <= sys.version_info[1] <= newest and sys.version_info[0] == 3
+    readme = (ROOT / "README.md").read_text()
+    assert f"Python 3.{oldest} to 3.{newest}" in readme
+    classifiers = (ROOT / "pyproject.toml").read_text()
+    assert all(f'"Programming Language :: Python :: 3.{m}"' in classifiers for m in range(oldest, newest + 1))
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "requires-python" in ci and "OLDEST" in ci and "NEWEST" in ci  # both ends, read from pyproject.toml
+
+
+def test_no_test_reads_a_clock():
+    """Speed goals live in benchmarks/: a test never compares a wall-clock time (one that did failed on a
+    loaded 2-core machine). Waits go through conftest.wait_until (a hang guard), linear time through
+    conftest.assert_linear (a ratio of CPU times)."""
+    import ast
+
+    clocks = {"time", "monotonic", "perf_counter", "process_time", "time_ns", "monotonic_ns", "perf_counter_ns"}
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in clocks and getattr(node.value, "id", "") == "time":
+                found.append(f"{path.name}:{node.lineno}: time.{node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module == "time":
+                found.append(f"{path.name}:{node.lineno}: from time import ...")
+    assert not found, "\n".join(found)
+
+
+def test_nothing_in_the_repository_points_outside_it():
+    """No path outside the repository (a clone has nothing beside it): facts the code relies on are the
+    project's own notes (docs/h200.md)."""
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=ROOT)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout (an sdist): the files to check are the repository's")
+    needles = ("../" + "shared", "/" + "work/")  # split, so that this file does not name them
+    outside = [name for name in tracked.stdout.splitlines() if (ROOT / name).is_file()
+               and any(n in (ROOT / name).read_bytes().decode("utf-8", "replace") for n in needles)]
+    assert outside == [], outside
