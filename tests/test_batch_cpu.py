@@ -183,6 +183,17 @@ def test_unreadable_paths_become_error_rows(tmp_path):
     assert all(row["verdict"] == "error" and row["stage"] == "input" for row in rows.values())
 
 
+def test_summary_lists_ids_with_identical_files_and_says_none_when_none():
+    rows = [_row(i) for i in ("a", "b", "c", "d", "e")]
+    for r, sha in zip(rows, ["1" * 64, "2" * 64, "1" * 64, None, "2" * 64]):
+        r.sha256 = sha
+    assert gb.identical_groups(rows) == [["a", "c"], ["b", "e"]]
+    md = gb.summary_markdown(gb.build_gradebook(rows, "t", {}))
+    assert "2 group(s) of ids handed in byte-identical files" in md and "- a, c\n- b, e" in md
+    md = gb.summary_markdown(gb.build_gradebook(rows[:2], "t", {}))
+    assert "## Identical files\n\nNone: no two submissions have the same bytes." in md
+
+
 # --- hostile and broken submissions ----------------------------------------------------------------------
 EXPECTED = {
     "empty": ("input", "the file is empty"),
