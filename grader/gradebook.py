@@ -151,10 +151,13 @@ class ResultStore:
                 self._file.write(b"\n")
                 self._sync()
 
-    def append(self, row: BatchResult) -> None:
-        """Append one row as one line and make it durable (flush + fsync) before returning."""
-        self._file.write(row.model_dump_json().encode() + b"\n")
+    def append(self, row: BatchResult) -> BatchResult:
+        """Append one row as one line and make it durable (flush + fsync) before returning; return the row as
+        that line reads back (every string escaped, grader.model), the row a rerun or `grade merge` sees."""
+        line = row.model_dump_json()
+        self._file.write(line.encode() + b"\n")
         self._sync()
+        return BatchResult.model_validate_json(line)
 
     def _sync(self) -> None:
         self._file.flush()
