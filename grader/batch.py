@@ -7,9 +7,19 @@
 
 Submissions: a PATH that is a file is one submission (id: the file's stem); a folder holds one submission
 per `.cu` file (id: the stem) or per student folder holding exactly one `.cu` file (id: the folder's name).
-Ids are made distinct with `~2`, `~3`, ... (unique_ids).
-Links are followed only inside the folder given (or, for a file given directly, inside its folder): a link
-pointing elsewhere is refused before anything is read.
+Ids and paths are escaped (grader.text.printable: a byte of a name that is not UTF-8 as `\\xe9`, a newline as
+`\\n`), then made distinct with `~2`, `~3`, ... (unique_ids); the worker is handed the real path.
+A file that looks like a submission but is not a `.cu` (SOURCE_SUFFIXES, ARCHIVE_SUFFIXES: `alice.cpp`,
+`alice.zip`) is an input-error row naming the fix, unless a `.cu` file or folder of the same stem is there
+too; in a student folder without a `.cu` file, the folder's row names it. Other files and hidden ones are
+ignored. With --format gradescope (one student's files) such files count only when there is no `.cu` file.
+Links: a link given as a PATH, or found directly in a class folder (a `.cu` file, a source file or archive, a
+student folder), is refused without reading it ("a link, not followed"): it could point at another student's
+submission or at a staff file kept in the class folder. Inside a student folder a link to a file is followed
+only to a file inside that same student folder (not to another student's, not elsewhere in the class folder,
+not outside); a linked folder is never entered. A refused link is an input-error row, never read.
+Two ids with byte-identical files (one sha256) are listed in summary.md for the instructor to look at
+(grader.gradebook.identical_groups); their rows and verdicts are not changed.
 
 Isolation: every submission is compiled, verified and timed by `python -m grader.worker` (grader.worker), a
 fresh process pinned to one GPU with CUDA_VISIBLE_DEVICES, started from an empty folder. The worker reports
@@ -88,11 +98,20 @@ files are left out: they do not change a grade)."""
 
 
 # --- finding submissions -------------------------------------------------------------------------------
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".zip", ".tar", ".gz", ".7z", ".rar")
+"""Files that look like a submission but are not a .cu file (case ignored): each gets an input-error row
+naming the fix, so no student is silently missing (module docstring)."""
+LINK_REFUSED = "a link, not followed"
+
+
 @dataclass
 class Item:
-    """One submission to grade: `id`, `path` as given (shown in outputs), `real` (resolved, inside the batch
-    folder), `name` (the safe file name the worker grades it under), its bytes' `sha256`, and `problem`
-    (a reason it cannot be graded, found before reading: then it becomes an error row without a worker)."""
+    """One submission to grade: `id` (escaped: grader.text.printable), `path` as given, escaped the same way
+    (shown in outputs), `real` (resolved, inside its student's folder: the file the worker reads), `name` (the
+    safe file name the worker grades it under), its bytes' `sha256`, and `problem` (a reason it cannot be
+    graded, found before reading: then it becomes an error row without a worker); `stray`: a source file or
+    archive that is not a .cu file (its problem says so)."""
 
     id: str
     path: str
@@ -101,14 +120,16 @@ class Item:
     sha256: str | None = None
     problem: str | None = None
     key: str = ""
+    stray: bool = False
 
 
 def discover(paths: list[str]) -> list[Item]:
     """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids).
 
-    Never raises for a bad path: a missing path, a link pointing outside, a folder without exactly one .cu
-    file or that cannot be read, a file that is not a regular file or is over the size cap each become an
-    Item with `problem` set.
+    Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu
+    file or that cannot be read, a file that is not a regular file or is over the size cap, a source file or
+    archive that is not a .cu file each become an Item with `problem` set. Every id and path is escaped
+    (grader.text.printable: a byte of a name that is not UTF-8 as `\\xe9`, a newline as `\\n`).
     """
     items: list[Item] = []
     for raw in paths:
@@ -116,34 +137,87 @@ def discover(paths: list[str]) -> list[Item]:
         try:
             items.extend(_discover_path(p, raw))
         except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
-            items.append(Item(id=p.stem or raw, path=raw, problem=_unreadable(raw, err)))
+            items.append(Item(id=_id(p.stem or raw), path=_shown(raw), problem=_unreadable(raw, err)))
     unique_ids(items)
     return sorted(items, key=lambda it: it.id)
 
 
+def _shown(path: str | Path) -> str:
+    """A path or name as outputs show it: grader.text.printable without a cut."""
+    return printable(str(path), None)
+
+
+def _id(name: str) -> str:
+    """The id of a submission named `name` (a file's stem, a folder's name), escaped (_shown)."""
+    return _shown(name)
+
+
 def _discover_path(p: Path, raw: str) -> list[Item]:
     """The items of one PATH given to `grade batch` (discover). Raises OSError when it cannot be read."""
-    if not p.exists() and not p.is_symlink():
-        return [Item(id=p.stem or raw, path=raw, problem=f"{raw}: no such file or folder")]
-    if p.is_symlink() and not _inside(p.resolve(), p.parent.resolve()):
-        # `grade batch uploads/*` names each upload: a link there is as hostile as one inside a folder
-        return [Item(id=p.stem or raw, path=raw, problem=_outside_link(raw, p.parent.resolve())
-                     + " (give the real path to grade it)")]
+    if p.is_symlink():  # `grade batch uploads/*` names each upload: a link there could point at another's
+        return [Item(id=_id(_stem(p.name) or raw), path=_shown(raw),
+                     problem=f"{_shown(raw)}: {LINK_REFUSED}; give the real path to grade it")]
+    if not p.exists():
+        return [Item(id=_id(p.stem or raw), path=_shown(raw), problem=f"{_shown(raw)}: no such file or folder")]
     if not p.is_dir():
-        return [_file_item(p, p.stem, p.parent.resolve())]
-    items = []
-    root = p.resolve()
-    for entry in sorted(p.iterdir()):
+        stray = _stray_problem(p)
+        if stray:
+            return [Item(id=_id(_stem(p.name)), path=_shown(p), problem=stray, stray=True)]
+        return [_file_item(p, _id(p.stem), p.parent.resolve(), "its folder")]
+    return _class_folder(p)
+
+
+def _class_folder(folder: Path) -> list[Item]:
+    """The items of a class folder: one per `.cu` file, student folder, link (refused) and stray source
+    file or archive (refused); a stray file is left out when a `.cu` file or folder of its stem is there (the
+    student has a submission: `alice.zip` beside the unpacked `alice/`). Raises OSError when `folder` cannot
+    be listed."""
+    items, strays = [], []
+    root = folder.resolve()
+    for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
-            if entry.is_symlink() and not _inside(entry.resolve(), root):
-                items.append(Item(id=entry.name, path=str(entry), problem=_outside_link(entry, root)))
-            else:
-                items.append(_student_folder(entry, root))
-        elif entry.name.lower().endswith(".cu"):
-            items.append(_file_item(entry, entry.stem, root))
-    return items
+        try:
+            if entry.is_symlink():
+                if entry.is_dir() or entry.name.lower().endswith(".cu") or _stray_suffix(entry.name):
+                    items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry),
+                                      problem=f"{_shown(entry)}: {LINK_REFUSED}; hand in the file itself (a "
+                                      "link in the class folder could point at another student's files)"))
+            elif entry.is_dir():
+                items.append(_student_folder(entry))
+            elif entry.name.lower().endswith(".cu"):
+                items.append(_file_item(entry, _id(entry.stem), root, "the class folder"))
+            elif _stray_suffix(entry.name):
+                strays.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_stray_problem(entry),
+                                   stray=True))
+        except OSError as err:  # one entry that cannot be examined is one error row, not a lost class
+            items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_unreadable(entry, err)))
+    handed_in = {it.id for it in items}
+    return items + [it for it in strays if it.id not in handed_in]
+
+
+def _stray_suffix(name: str) -> str | None:
+    """The suffix (lower case) of a file named `name` that looks like a submission but is not a .cu file
+    (SOURCE_SUFFIXES, ARCHIVE_SUFFIXES), or None."""
+    low = name.lower()
+    return next((s for s in (*ARCHIVE_SUFFIXES, *SOURCE_SUFFIXES) if low.endswith(s) and len(low) > len(s)), None)
+
+
+def _stem(name: str) -> str:
+    """`name` without its suffix: an archive's whole suffix (`alice.tar.gz` -> `alice`), else Path.stem."""
+    suffix = _stray_suffix(name)
+    return name[: -len(suffix)] if suffix in ARCHIVE_SUFFIXES else Path(name).stem
+
+
+def _stray_problem(p: Path) -> str | None:
+    """The problem of a file at `p` that looks like a submission but is not a .cu file, naming the fix; None
+    for any other file."""
+    suffix = _stray_suffix(p.name)
+    if suffix in ARCHIVE_SUFFIXES:
+        return f"{_shown(p)}: an archive; unpack it into a folder of its own (one folder per student) and grade again"
+    if suffix:
+        return f"{_shown(p)}: not a .cu file; rename it {_shown(_stem(p.name))}.cu if it is your kernel"
+    return None
 
 
 def unique_ids(items: list[Item]) -> None:
@@ -165,48 +239,60 @@ def unique_ids(items: list[Item]) -> None:
 
 
 def _unreadable(shown: str | Path, err: OSError) -> str:
-    """The problem of a file or folder the batch cannot read (`err` from the operating system)."""
-    where = err.filename if err.filename and str(err.filename) != str(shown) else None
+    """The problem of a file or folder (at `shown`, as found) the batch cannot read (`err` from the
+    operating system)."""
+    where = _shown(err.filename) if err.filename and str(err.filename) != str(shown) else None
     inside = f" (at {where})" if where else ""
-    return (f"{shown}: cannot be read ({err.strerror or err}){inside}; check its permissions (the grader must "
-            "be able to list a student folder and read its .cu file)")
+    return (f"{_shown(shown)}: cannot be read ({err.strerror or err}){inside}; check its permissions (the grader "
+            "must be able to list a student folder and read its .cu file)")
 
 
 def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _outside_link(shown: str | Path, root: Path) -> str:
-    """The problem of a link (shown as given) that resolves outside `root`: refused before reading."""
-    return f"{shown}: a link pointing outside {root}; refused without reading it"
-
-
-def _student_folder(folder: Path, root: Path) -> Item:
-    """The one .cu file under `folder` (searched without entering linked folders or hidden ones)."""
-    found, errors = [], []
-    for here, dirs, files in os.walk(folder, onerror=errors.append):
+def _student_folder(folder: Path) -> Item:
+    """The one .cu file under `folder` (searched without entering linked folders or hidden ones); a link to
+    a file is followed only to a file inside `folder` itself. A folder without one names what it holds
+    instead: a source file or archive that is not a .cu file, a linked folder that was not entered."""
+    found, strays, linked, errors = [], [], [], []
+    for here, dirs, files in os.walk(folder, onerror=errors.append):  # never enters a linked folder
+        linked.extend(Path(here) / d for d in sorted(dirs) if not d.startswith(".") and (Path(here) / d).is_symlink())
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(Path(here) / f for f in sorted(files) if f.lower().endswith(".cu") and not f.startswith("."))
+        for f in sorted(files):
+            if f.startswith("."):
+                continue
+            if f.lower().endswith(".cu"):
+                found.append(Path(here) / f)
+            elif _stray_suffix(f):
+                strays.append(Path(here) / f)
+    item = Item(id=_id(folder.name), path=_shown(folder))
     if errors:  # a folder that cannot be listed may hide the .cu file, or a second one
-        return Item(id=folder.name, path=str(folder), problem=_unreadable(folder, errors[0]))
-    if len(found) != 1:
-        listing = ", ".join(str(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
-        what = "no .cu file" if not found else f"{len(found)} .cu files ({listing}); expected one"
-        return Item(id=folder.name, path=str(folder), problem=f"{folder}: student folder with {what}")
-    return _file_item(found[0], folder.name, root)
+        item.problem = _unreadable(folder, errors[0])
+    elif len(found) > 1:
+        listing = ", ".join(_shown(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
+        item.problem = f"{_shown(folder)}: student folder with {len(found)} .cu files ({listing}); expected one"
+    elif not found:
+        instead = [_stray_problem(f) for f in strays[:1]] + [
+            f"{_shown(d)}: a linked folder, not entered; hand in the files themselves" for d in linked[:1]]
+        item.problem = f"{_shown(folder)}: student folder with no .cu file" + "".join(f"; {s}" for s in instead)
+    else:
+        return _file_item(found[0], item.id, folder.resolve(), f"its student folder {_shown(folder)}")
+    return item
 
 
-def _file_item(p: Path, id: str, root: Path) -> Item:
+def _file_item(p: Path, id: str, root: Path, within: str) -> Item:
     """An Item for the file at `p`, checked without reading beyond the size cap (and not at all if it is a
-    link pointing outside `root`, not a regular file, or too large)."""
-    item = Item(id=id, path=str(p))
+    link pointing outside `root`, described as `within` in the problem, not a regular file, or too large)."""
+    shown = _shown(p)
+    item = Item(id=id, path=shown)
     try:
         real = p.resolve(strict=True)
     except (OSError, RuntimeError):
-        item.problem = f"{p}: a link to nothing, or a link loop"
+        item.problem = f"{shown}: a link to nothing, or a link loop"
         return item
     if not _inside(real, root):
-        item.problem = _outside_link(p, root)
+        item.problem = f"{shown}: a link pointing outside {within}; refused without reading it"
         return item
     try:
         st = real.stat()
@@ -214,13 +300,13 @@ def _file_item(p: Path, id: str, root: Path) -> Item:
         item.problem = _unreadable(p, err)
         return item
     if real.is_dir():
-        item.problem = f"{p}: is a folder, not a .cu file"
+        item.problem = f"{shown}: is a folder, not a .cu file"
         return item
     if not real.is_file():
-        item.problem = f"{p}: not a regular file"
+        item.problem = f"{shown}: not a regular file"
         return item
     if st.st_size > MAX_SOURCE_BYTES:
-        item.problem = f"{p}: {st.st_size} bytes is over the {MAX_SOURCE_BYTES}-byte cap for a submission"
+        item.problem = f"{shown}: {st.st_size} bytes is over the {MAX_SOURCE_BYTES}-byte cap for a submission"
         return item
     try:
         raw = read_capped(real)
@@ -403,6 +489,8 @@ def batch_main(argv: list[str]) -> int:
     items = discover(args.paths)
     if args.shard:
         items = shard(items, k, n)
+    if args.format == "gradescope" and any(not it.stray for it in items):
+        items = [it for it in items if not it.stray]  # one student's folder: a .cpp beside the .cu is host code
     if args.format == "gradescope" and len(items) != 1:
         found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         message = f"--format gradescope grades one submission; {len(items)} found ({found})"
@@ -450,8 +538,7 @@ def batch_main(argv: list[str]) -> int:
     def record(item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
         row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
                              grader_version=grader.__version__, device=entry, phases=phases)
-        store.append(row)
-        results[item.key] = row
+        results[item.key] = store.append(row)  # as written: escaped, as a rerun or `grade merge` reads it
 
     if args.limit is not None:
         todo = todo[: args.limit]

@@ -151,10 +151,13 @@ class ResultStore:
                 self._file.write(b"\n")
                 self._sync()
 
-    def append(self, row: BatchResult) -> None:
-        """Append one row as one line and make it durable (flush + fsync) before returning."""
-        self._file.write(row.model_dump_json().encode() + b"\n")
+    def append(self, row: BatchResult) -> BatchResult:
+        """Append one row as one line and make it durable (flush + fsync) before returning; return the row as
+        that line reads back (every string escaped, grader.model), the row a rerun or `grade merge` sees."""
+        line = row.model_dump_json()
+        self._file.write(line.encode() + b"\n")
         self._sync()
+        return BatchResult.model_validate_json(line)
 
     def _sync(self) -> None:
         self._file.flush()
@@ -332,9 +335,20 @@ def histogram(fractions: list[float], width: int = 40) -> str:
     return "\n".join(lines)
 
 
+def identical_groups(rows: list[BatchResult]) -> list[list[str]]:
+    """The ids of rows whose files have the same bytes (one sha256), one sorted list per sha256 shared by two
+    ids or more, the groups sorted by their first id; rows without a sha256 (not read) are left out."""
+    ids: dict[str, set[str]] = {}
+    for r in rows:
+        if r.sha256:
+            ids.setdefault(r.sha256, set()).add(r.id)
+    return sorted(sorted(group) for group in ids.values() if len(group) > 1)
+
+
 def summary_markdown(book: Gradebook) -> str:
-    """The markdown summary: counts per verdict, a histogram of fractions, the copy floor and card(s), and a
-    table of the rows that need a look (errors, fails, borderline, flags)."""
+    """The markdown summary: counts per verdict, a histogram of fractions, the copy floor and card(s), a
+    table of the rows that need a look (errors, fails, borderline, flags), and the groups of ids that handed
+    in byte-identical files (identical_groups: for the instructor to look at, no verdict changed)."""
     rows = book.rows
     out = ["# Batch grading summary", ""]
     out.append(f"{len(rows)} submissions; grader {book.grader_version}; written {book.created}.")
@@ -380,6 +394,17 @@ def summary_markdown(book: Gradebook) -> str:
                   markdown_cell(", ".join(r.flags), 40), markdown_cell(r.reason, 160)] for r in look]
         out.append(tabulate(table, headers=["id", "verdict", "stage", "flags", "reason"], tablefmt="github"))
         out.append("")
+    out.append("## Identical files")
+    out.append("")
+    groups = identical_groups(rows)
+    if groups:
+        out.append(f"{len(groups)} group(s) of ids handed in byte-identical files (the same sha256); the verdicts "
+                   "are as graded, this is for you to look at:")
+        out.append("")
+        out.extend("- " + ", ".join(markdown_cell(i, 40) for i in group) for group in groups)
+    else:
+        out.append("None: no two submissions have the same bytes.")
+    out.append("")
     return "\n".join(out)
 
 

@@ -18,7 +18,7 @@ from grader.counters import Counters
 from grader.device import GpuInfo
 from grader.errors import Stage
 from grader.model import ReportModel
-from grader.text import printable_lines
+from grader.text import printable, printable_lines
 from grader.timing import Table, TimedRow
 from grader.verify import Verification
 
@@ -138,7 +138,7 @@ def render_text(r: GradeReport) -> str:
     """The human report: header, byte model, compile, verification, table, verdict, hints and flags.
     Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source excerpts
     may hold escape sequences."""
-    out = [f"{r.file}: {r.kernel}"]
+    out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
     if r.gpu:
         g = r.gpu
         out.append(

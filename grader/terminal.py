@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from grader.errors import Stage
+from grader.text import printable
 from grader.timing import TIME_CAP_S
 
 STAGE_TEXT = {
@@ -24,7 +25,7 @@ class StageLine:
     stderr is a terminal. Use as a context manager: the line is cleared on the way out, error or not."""
 
     def __init__(self, name: str, stream=None) -> None:
-        self.name = name
+        self.name = printable(name, None)  # a file name may hold an escape sequence or a newline
         self.stream = stream or sys.stderr
         self.active = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.shown = False

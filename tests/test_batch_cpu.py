@@ -125,31 +125,42 @@ def test_discover_files_student_folders_and_ids(tmp_path):
     assert items["frank"].problem is None and len(items["dave"].sha256) == 64
 
 
-def test_links_outside_the_batch_folder_are_refused_before_reading(tmp_path):
+def test_links_are_refused_before_reading_unless_inside_their_own_student_folder(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.cu").write_text("secret")
     (outside / "k.cu").write_text("k")
-    cls = make_class(tmp_path, {"real/k.cu": SUBS / "gold_float4.cu"})
+    gold = SUBS / "gold_float4.cu"
+    cls = make_class(tmp_path, {"real/k.cu": gold, "dan/.src/kernel.cu": gold, "fay/notes.txt": "x"})
     (cls / "leak.cu").symlink_to(outside / "secret.cu")
     (cls / "leakdir").symlink_to(outside)
     (cls / "inside.cu").symlink_to(cls / "real" / "k.cu")
     (cls / "dangling.cu").symlink_to(tmp_path / "nothing")
+    (cls / "notes.md").symlink_to(outside / "k.cu")  # not a submission's name: ignored, as a file would be
+    for student, target in (("carol", cls / "real" / "k.cu"), ("erin", outside / "k.cu")):
+        (cls / student).mkdir()
+        (cls / student / "k.cu").symlink_to(target)
+    (cls / "dan" / "k.cu").symlink_to(cls / "dan" / ".src" / "kernel.cu")  # inside dan/: followed
+    (cls / "fay" / "src").symlink_to(cls / "real")  # a linked folder is never entered
     items = {it.id: it for it in batch.discover([str(cls)])}
-    for i in ("leak", "leakdir"):
-        assert "a link pointing outside" in items[i].problem and items[i].sha256 is None
-    assert "link to nothing" in items["dangling"].problem
-    assert items["inside"].problem is None and items["real"].problem is None
-    direct = batch.discover([str(cls / "leak.cu")])[0]
-    assert "a link pointing outside" in direct.problem and direct.sha256 is None
-    direct = batch.discover([str(cls / "leakdir")])  # `grade batch uploads/*` names each upload
-    assert len(direct) == 1 and "a link pointing outside" in direct[0].problem
-    (tmp_path / "class_link").symlink_to(cls)  # a link to a sibling folder is followed
-    assert "real" in {it.id for it in batch.discover([str(tmp_path / "class_link")])}
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "elsewhere" / "class_link").symlink_to(cls)
-    assert "a link pointing outside" in batch.discover([str(tmp_path / "elsewhere" / "class_link")])[0].problem
-    assert {it.id for it in batch.discover([str(cls / "inside.cu"), str(cls)])} >= {"inside", "real"}
+    assert sorted(items) == ["carol", "dan", "dangling", "erin", "fay", "inside", "leak", "leakdir", "real"]
+    for i in ("leak", "leakdir", "inside", "dangling"):  # a link directly in the class folder: never followed
+        assert "a link, not followed; hand in the file itself" in items[i].problem, items[i]
+        assert items[i].sha256 is None and items[i].real is None
+    for i in ("carol", "erin"):
+        assert f"a link pointing outside its student folder {cls / i}" in items[i].problem
+        assert items[i].sha256 is None and items[i].real is None
+    assert items["dan"].problem is None and items["dan"].real == cls / "dan" / ".src" / "kernel.cu"
+    assert "no .cu file" in items["fay"].problem and "fay/src: a linked folder, not entered" in items["fay"].problem
+    assert items["real"].problem is None
+    for link in ("leak.cu", "leakdir", "inside.cu"):  # `grade batch uploads/*` names each upload
+        direct = batch.discover([str(cls / link)])
+        assert len(direct) == 1 and "a link, not followed; give the real path" in direct[0].problem
+        assert direct[0].sha256 is None
+    (tmp_path / "class_link").symlink_to(cls)  # changed on purpose: a link given as PATH is never followed
+    assert "give the real path" in batch.discover([str(tmp_path / "class_link")])[0].problem
+    direct = batch.discover([str(cls / "real" / "k.cu")])[0]
+    assert direct.id == "k" and direct.problem is None and direct.real == cls / "real" / "k.cu"
 
 
 def test_worker_clock_announces_compile_and_run_and_times_phases():
@@ -181,6 +192,108 @@ def test_unreadable_paths_become_error_rows(tmp_path):
     assert "no such file or folder" in rows["missing_student"]["error"]
     assert "no .cu file" in rows["folder.cu"]["error"]
     assert all(row["verdict"] == "error" and row["stage"] == "input" for row in rows.values())
+
+
+def test_stray_sources_and_archives_are_rows_naming_the_fix(tmp_path):
+    gold = SUBS / "gold_float4.cu"
+    cls = make_class(tmp_path, {"alice.cpp": "x", "bob.TAR.GZ": b"x", "carol.cuh": "x", "dave/main.cpp": "x",
+                                "dave/README.md": "x", "erin/erin.zip": b"x", "frank.zip": b"x", "frank/k.cu": gold,
+                                "gus.cu": gold, "gus.h": "x", "roster.csv": "x", "README.md": "x", "notes.pdf": b"x",
+                                ".hidden.cpp": "x", "hal/k.cu": gold, "hal/helper.cpp": "x"})
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    assert sorted(items) == ["alice", "bob", "carol", "dave", "erin", "frank", "gus", "hal"]
+    assert items["alice"].problem.endswith("alice.cpp: not a .cu file; rename it alice.cu if it is your kernel")
+    assert items["carol"].problem.endswith("carol.cuh: not a .cu file; rename it carol.cu if it is your kernel")
+    assert "bob.TAR.GZ: an archive; unpack it into a folder of its own" in items["bob"].problem
+    assert "student folder with no .cu file; " in items["dave"].problem
+    assert items["dave"].problem.endswith("dave/main.cpp: not a .cu file; rename it main.cu if it is your kernel")
+    assert "no .cu file; " in items["erin"].problem and "erin/erin.zip: an archive" in items["erin"].problem
+    for i in ("frank", "gus", "hal"):  # a stray file beside the student's .cu file or folder: not a missing one
+        assert items[i].problem is None and items[i].sha256 == hashlib.sha256(gold.read_bytes()).hexdigest()
+    assert all(it.sha256 is None for it in items.values() if it.problem)  # never read
+    direct = batch.discover([str(cls / "alice.cpp")])  # given by name: the same row, before any worker
+    assert len(direct) == 1 and "not a .cu file; rename it alice.cu" in direct[0].problem
+
+
+def test_names_that_are_not_utf8_or_hold_controls_give_escaped_distinct_ids(tmp_path):
+    gold = (SUBS / "gold_float4.cu").read_bytes()
+    cls = make_class(tmp_path, {})
+    names = {b"caf\xe9.cu": "caf\\xe9~2", b"caf\\xe9.cu": "caf\\xe9", b"a\nb.cu": "a\\nb",  # ids in name order
+             b"\x1b[31mred.cu": "\\x1b[31mred", b"\xe2\x80\xaeevil.cu": "\\u202eevil", b"st\xfcdent": "st\\xfcdent"}
+    for name in names:
+        target = os.path.join(os.fsencode(cls), name)
+        if name.endswith(b".cu"):
+            with open(target, "wb") as f:
+                f.write(gold + name)
+        else:
+            os.mkdir(target)
+            with open(os.path.join(target, b"k\xff.cu"), "wb") as f:
+                f.write(gold + name)
+    items = {it.id: it for it in batch.discover([str(cls)])}
+    assert sorted(items) == sorted(names.values())
+    for name, id in names.items():
+        it = items[id]
+        assert it.problem is None and it.id.isprintable() and it.path.isprintable(), it
+        assert it.sha256 == hashlib.sha256(gold + name).hexdigest()
+        assert os.fsencode(it.real).startswith(os.path.join(os.fsencode(cls), name))
+        job = json.loads(json.dumps({"path": str(it.real)}))  # as pool.run_jobs sends it to the worker
+        assert open(job["path"], "rb").read() == gold + name
+    assert items["caf\\xe9~2"].path.endswith("/caf\\xe9.cu") and items["st\\xfcdent"].path.endswith("/k\\xff.cu")
+
+
+def test_a_class_that_tries_everything_gives_one_row_per_student_each_its_own_file(tmp_path, no_gpu):
+    gold, compile_error = SUBS / "gold_float4.cu", SUBS / "compile_error.cu"
+    staff = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) { STAFFMARK }\n"
+    cls = make_class(tmp_path, {"bob/k.cu": compile_error, ".staff/solution.cu": staff,
+                                "ivy.cu": gold, "jon/kernel.cu": gold, "kim.cpp": gold, "lee.tar.gz": b"\x1f\x8b",
+                                "roster.csv": "id\n"})
+    def own_copy(name: bytes) -> bytes:  # the kernel, made distinct by a comment
+        return gold.read_bytes() + b"\n// " + name.hex().encode() + b"\n"
+
+    for name in (b"caf\xe9.cu", b"a\nb.cu"):
+        with open(os.path.join(os.fsencode(cls), name), "wb") as f:
+            f.write(own_copy(name))
+    (cls / "carol").mkdir()
+    (cls / "carol" / "k.cu").symlink_to(cls / "bob" / "k.cu")  # another student's file
+    (cls / "dave.cu").symlink_to(cls / ".staff" / "solution.cu")  # a staff file kept in the class folder
+    out = tmp_path / "out"
+    r = grade("batch", cls, "--out", out)
+    assert r.returncode == 3, r.stderr  # no GPU: every student has a row, static checks only
+    assert "Traceback" not in r.stderr
+    rows = by_id(out)
+    assert sorted(rows) == ["a\\nb", "bob", "caf\\xe9", "carol", "dave", "ivy", "jon", "kim", "lee"]
+    own = {"a\\nb": own_copy(b"a\nb.cu"), "caf\\xe9": own_copy(b"caf\xe9.cu"),
+           "bob": compile_error.read_bytes(), "ivy": gold.read_bytes(), "jon": gold.read_bytes()}
+    for i, row in rows.items():  # nobody graded with another's file: each sha256 is of the student's own bytes
+        assert row["sha256"] == (hashlib.sha256(own[i]).hexdigest() if i in own else None), row
+    for i in ("a\\nb", "caf\\xe9", "ivy", "jon"):
+        assert rows[i]["verdict"] == "no-gpu", rows[i]
+    assert rows["a\\nb"]["path"].endswith("/a\\nb.cu") and rows["caf\\xe9"]["path"].endswith("/caf\\xe9.cu")
+    refused = {"carol": "a link pointing outside its student folder", "dave": "a link, not followed",
+               "kim": "kim.cpp: not a .cu file; rename it kim.cu", "lee": "lee.tar.gz: an archive; unpack it"}
+    for i, words in refused.items():
+        assert rows[i]["verdict"] == "error" and rows[i]["stage"] == "input" and words in rows[i]["reason"]
+    assert rows["bob"]["stage"] == "compile"
+    assert len(jsonl(out / "results.jsonl")) == 9
+    outputs = r.stdout + r.stderr + "".join(p.read_text(errors="replace") for p in out.iterdir() if p.is_file())
+    assert "STAFFMARK" not in outputs  # a compile diagnostic would quote the staff file's line
+    for name in ("gradebook.csv", "scores.csv"):
+        with open(out / name, newline="", encoding="utf-8-sig") as f:
+            assert sorted(row["id"] for row in csv.DictReader(f)) == sorted(rows)
+    summary = (out / "summary.md").read_text()
+    assert "## Identical files" in summary and "- ivy, jon" in summary
+    assert "caf" not in summary.split("## Identical files")[1]  # its bytes are its own
+
+
+def test_summary_lists_ids_with_identical_files_and_says_none_when_none():
+    rows = [_row(i) for i in ("a", "b", "c", "d", "e")]
+    for r, sha in zip(rows, ["1" * 64, "2" * 64, "1" * 64, None, "2" * 64]):
+        r.sha256 = sha
+    assert gb.identical_groups(rows) == [["a", "c"], ["b", "e"]]
+    md = gb.summary_markdown(gb.build_gradebook(rows, "t", {}))
+    assert "2 group(s) of ids handed in byte-identical files" in md and "- a, c\n- b, e" in md
+    md = gb.summary_markdown(gb.build_gradebook(rows[:2], "t", {}))
+    assert "## Identical files\n\nNone: no two submissions have the same bytes." in md
 
 
 # --- hostile and broken submissions ----------------------------------------------------------------------
@@ -263,7 +376,8 @@ def test_no_byte_of_a_host_file_reaches_any_output(tmp_path):
     outputs = r.stdout + r.stderr + "".join(p.read_text(errors="replace") for p in out.iterdir() if p.is_file())
     assert marker not in outputs
     rows = by_id(out)
-    assert len(rows) == len(attempts) + 1
+    assert len(rows) == len(attempts) + 2  # and link.cu; the header, a stray file, is a row (changed on purpose)
+    assert "secret_data.h: not a .cu file" in rows["secret_data"]["reason"]
     harmless = {"line_directive", "pragma_dependency"}  # no file is read: the #line excerpt is the submission's
     for row in rows.values():
         if row["id"] not in harmless and not row["id"].startswith("name"):
@@ -540,6 +654,18 @@ def test_gradescope_format_writes_results_json(tmp_path, no_gpu):
     assert res["output"].startswith("not graded: this autograder has no GPU") and res["score"] == 0.0
     assert [(t["status"], t["max_score"]) for t in res["tests"]] == [("passed", 0.0)]  # the static checks: no points
 
+
+
+def test_gradescope_format_on_one_students_folder_ignores_a_cpp_beside_the_cu(tmp_path, no_gpu):
+    cls = make_class(tmp_path, {"sub/kernel.cu": SUBS / "gold_float4.cu", "sub/main.cpp": "int main() {}\n",
+                                "sub/utils.h": "\n"})
+    out = tmp_path / "gs"
+    assert grade("batch", cls / "sub", "--format", "gradescope", "--out", out, "--quiet").returncode == 3
+    assert json.loads((out / "results.json").read_text())["output"].startswith("not graded: this autograder has no")
+    (cls / "sub" / "kernel.cu").unlink()
+    (cls / "sub" / "utils.h").unlink()
+    grade("batch", cls / "sub", "--format", "gradescope", "--out", out, "--quiet")
+    assert "main.cpp: not a .cu file; rename it main.cu" in json.loads((out / "results.json").read_text())["output"]
 
 # --- the NVRTC sandbox -----------------------------------------------------------------------------------
 def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkeypatch, capsys):

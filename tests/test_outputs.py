@@ -254,6 +254,21 @@ def test_a_file_name_that_is_not_utf8_still_gives_a_json_report(tmp_path, capsys
     assert report["verdict"] == "no-gpu" and report["file"].endswith("caf\\xe9.cu")
 
 
+
+@pytest.mark.parametrize("name, shown", [("caf\udce9.cu", "caf\\xe9.cu"),
+                                         ("a\nVerdict: GOLD.cu", "a\\nVerdict: GOLD.cu")])
+@pytest.mark.parametrize("fmt", ["text", "json", "gradescope"])
+def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, monkeypatch, name, shown, fmt):
+    src = tmp_path / name  # a byte that is not UTF-8 (Python's surrogate), a newline that could forge a line
+    src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())
+    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    assert main([str(src), "--format", fmt]) == EXIT_NO_GPU
+    out = capsys.readouterr().out
+    if fmt == "text":
+        assert out.splitlines()[0] == f"{tmp_path}/{shown}: biasGeluFused" and "\nVerdict: GOLD" not in out
+    else:
+        assert json.loads(out)["score" if fmt == "gradescope" else "verdict"] in (0.0, "no-gpu")
+
 def test_no_nul_byte_in_the_compile_log(capsys):
     from grader.compile import compile_kernels
 
