@@ -25,7 +25,7 @@ def no_control(text: str) -> bool:
 
 # --- escaping: one helper (grader.text) for everything shown ------------------------------------------
 def test_printable_escapes_control_and_format_characters():
-    assert printable("a\x1b[2J\x07\u202eb\udcff\nc", None) == "a\\x1b[2J\\x07\\u202eb\\udcff\\nc"
+    assert printable("a\x1b[2J\x07\u202eb\udcff\nc", None) == "a\\x1b[2J\\x07\\u202eb\\xff\\nc"  # \udcff: byte 0xff
     assert printable("x" * 100, 10) == "xxxxxxx..."
     assert printable_lines("\tint a;\n\x1b]0;title\x07") == "\tint a;\n\\x1b]0;title\\x07"
 
