@@ -15,5 +15,5 @@ for f in submissions/gold_float4.cu submissions/page_scalar.cu tests/data/silver
   python3 -c "print('$f: plain %.1f s, with --counters %.1f s' % ($e - $s, $c - $e))" | tee -a "$out/times.txt"
 done > "$out/gradings.txt" 2>&1
 s=$(now)
-timeout 400 python3 -m grader.cli selfcheck --counters --json "$out/selfcheck.json" > "$out/selfcheck.txt" 2>&1
+timeout 400 python3 -m grader.cli selfcheck --counters --json > "$out/selfcheck.json" 2> "$out/selfcheck.txt"
 echo "selfcheck exit $? in $(python3 -c "print('%.1f' % ($(now) - $s))") s" | tee -a "$out/times.txt"

@@ -50,9 +50,11 @@ Exit codes:
      NVRTC sandbox on this machine without --unsandboxed, a GPU the installed NVRTC cannot compile for
      (nothing graded)
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
-  4  incomplete: --limit reached, interrupted (Ctrl-C, SIGTERM), a worker could not start, a row is busy
-     (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing: nothing graded,
-     no row written); run the same command again to finish
+  4  incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM), a worker could not start,
+     a row is busy (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing:
+     nothing graded, no row written); run the same command again to finish
+  130 interrupted (Ctrl-C) before grading began (finding the submissions, probing the GPUs)
+`grade merge`: 0 merged; 2 usage error (a RESULTS path missing, no result rows); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -73,10 +75,10 @@ from pathlib import Path
 import grader
 from grader import gradebook as gb
 from grader import sandbox
-from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_NO_GPU, EXIT_PASS, Interrupted, Stage,
-                           WorkerStartError)
+from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, Interrupted, Stage,
+                           WorkerStartError, exit_codes_help)
 from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-from grader.options import arch_type, seed_type
+from grader.options import HelpFormatter, arch_type, seed_type
 from grader.pool import Progress, Slot, child_env, item_error, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, read_capped, safe_source_name
@@ -422,9 +424,17 @@ def batch_parser() -> argparse.ArgumentParser:
         prog="grade batch",
         description="Grade a class: every submission compiled, verified and timed in its own process, one per "
         "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
-        epilog="exit codes: 0 every submission has a row; 2 usage error (or a GPU the installed NVRTC cannot "
-        "compile for); 3 no GPU (static checks only); 4 incomplete (--limit or interrupted: run again to finish; "
-        "or the install lacks its CUDA extra)",
+        epilog=exit_codes_help(
+            (EXIT_PASS, "every submission has a row (whatever the verdicts)"),
+            (EXIT_INPUT, "usage error: bad option, nothing to grade, OUT locked by another batch, no NVRTC sandbox "
+                         "without --unsandboxed, a GPU the installed NVRTC cannot compile for (nothing graded)"),
+            (EXIT_NO_GPU, "no GPU: every submission has a row, static checks only (verification and timing need one)"),
+            (EXIT_INCOMPLETE, "incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM: the "
+                              "rows so far are kept), a worker could not start, a row is busy, or the install "
+                              "lacks its CUDA extra (nothing graded); run the same command again to finish"),
+            (EXIT_INTERRUPTED, "interrupted (Ctrl-C) before grading began (finding the submissions, probing the "
+                               "GPUs)")),
+        formatter_class=HelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
                    "per student holding one .cu), or .cu files")
@@ -462,7 +472,11 @@ def merge_parser() -> argparse.ArgumentParser:
     """The argument parser of `grade merge OUT RESULTS...`."""
     p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
                                 "files, or folders holding them) into one gradebook in OUT.",
-                                epilog="exit codes: 0 merged; 2 nothing readable to merge")
+                                epilog=exit_codes_help((EXIT_PASS, "merged"),
+                                                       (EXIT_INPUT, "usage error: bad option, a RESULTS path "
+                                                                    "missing, or no result rows to merge"),
+                                                       EXIT_INTERRUPTED),
+                                formatter_class=HelpFormatter)
     p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md and scores.csv")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -479,7 +493,12 @@ def main(argv: list[str]) -> int:
 def batch_main(argv: list[str]) -> int:
     """`grade batch` (module docstring); returns the exit code."""
     parser = batch_parser()
-    args = parser.parse_args(argv)
+    return run_batch(parser.parse_args(argv), parser)
+
+
+def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`grade batch` on arguments parsed by batch_parser() (or the `grade` command's copy of it, `parser`, which
+    reports a bad option); returns the exit code."""
     try:
         k, n = parse_shard(args.shard) if args.shard else (1, 1)
         if min(args.compile_limit, args.run_limit, args.memory_limit, args.workers) <= 0 or (args.limit or 0) < 0:
@@ -603,7 +622,12 @@ def batch_main(argv: list[str]) -> int:
 
 def merge_main(argv: list[str]) -> int:
     """`grade merge OUT RESULTS...`: the latest row of each id over all inputs, written as one gradebook."""
-    args = merge_parser().parse_args(argv)
+    return run_merge(merge_parser().parse_args(argv))
+
+
+def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """`grade merge` on arguments parsed by merge_parser() or the `grade` command's copy of it (`parser`, unused:
+    for the same call as run_batch's); returns the exit code."""
     files: list[Path] = []
     for raw in args.results:
         p = Path(raw)

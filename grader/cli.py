@@ -1,39 +1,103 @@
-"""The `grade` command (argparse).
+"""The `grade` command: one argparse tree (parser()) of four commands, each with its own -h.
 
-  grade FILE.cu [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N]   grade one file
-  grade --json-schema                                                print the JSON schema of --json's output
-  grade selfcheck [...]                                              run the reference-kernel suite
-  grade batch PATH... [...]                                          grade a class (see `grade batch -h`)
+  grade FILE [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N] ...   grade one file
+  grade file FILE [...]                      the same: for a file named like a command (`grade file batch`)
+  grade --json-schema                        print the JSON schema of --json's output
+  grade selfcheck [...]                      run the reference-kernel suite (reference_kernels.selfcheck)
+  grade batch PATH... [...]                  grade a class (grader.batch)
+  grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
 
---arch takes sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole number in [0, 2**63). With
---format json an input error still prints one GradeReport (verdict "error", stage "input") on stdout.
+`file` is the default command: main() puts it in front of the arguments when the first is neither a command
+nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,
+merge_parser, reference_kernels.selfcheck.parser), adopted into the tree with `parents=`, so `grade batch -h`
+is the batch's own help; main() builds only the command it runs, so `grade FILE` imports neither the batch nor
+the self-check. A first word that is no file and close to a command's name gets "did you mean"
+(command_typo); one that is no file and is followed by more words is not taken for a file.
 
-Exit codes (grader.errors): 0 gold or silver; 1 fail or error; 2 input or usage error; 3 no GPU (every
-check that needs no GPU ran and passed); 4 not graded through no fault of the submission (the install lacks
-its CUDA extra, or a CUDA call of the grader's own failed); 5 not graded, the GPU was busy.
+--json means one thing everywhere: the command's result as JSON on stdout instead of the text report (a
+GradeReport for `grade FILE`, same as --format json; the SelfcheckResult for `grade selfcheck`). --arch takes
+sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole number in [0, 2**63). With --format json an
+input error still prints one GradeReport (verdict "error", stage "input") on stdout.
+
+Exit codes (grader.errors; every command's -h lists its own): 0 gold or silver; 1 fail or error; 2 input or
+usage error; 3 no GPU (every check that needs no GPU ran and passed); 4 not graded through no fault of the
+submission (the install lacks its CUDA extra, or a CUDA call of the grader's own failed); 5 not graded, the GPU
+was busy; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import shlex
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import grader
 from grader import exercise
-from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderError,
-                           GraderFault, Stage, stopped_in)
-from grader.options import arch_type, positive_seconds, seed_type
+from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
+                           GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
+from grader.options import HelpFormatter, arch_type, positive_seconds, seed_type
 from grader.text import printable
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU, "busy": EXIT_BUSY}
 
-EPILOG = """exit codes: 0 gold or silver; 1 fail or error (wrong output, too slow, compile error, refused or
-faulting kernel); 2 input or usage error; 3 no GPU (static checks passed; verification and timing need one);
-4 not graded, not the submission's fault (install without its CUDA extra, or the grader's own CUDA call failed);
-5 not graded: the GPU was busy while timing (run again)"""
+EXIT_CODES = (EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_GRADER, EXIT_BUSY, EXIT_INTERRUPTED)
+"""The codes `grade FILE` can exit with (their meanings: grader.errors.EXIT_MEANING)."""
+
+Run = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command of `grade`: its `name`, the `form` and one-line `summary` that `grade -h` lists, and `load`,
+    which imports its module and returns its parser and the function that runs it on the parsed arguments."""
+
+    name: str
+    form: str
+    summary: str
+    load: Callable[[], tuple[argparse.ArgumentParser, Run]]
+
+
+def _file() -> tuple[argparse.ArgumentParser, Run]:
+    return single_parser(), run_file
+
+
+def _selfcheck() -> tuple[argparse.ArgumentParser, Run]:
+    from reference_kernels import selfcheck
+
+    return selfcheck.parser(), selfcheck.run
+
+
+def _batch() -> tuple[argparse.ArgumentParser, Run]:
+    from grader import batch
+
+    return batch.batch_parser(), batch.run_batch
+
+
+def _merge() -> tuple[argparse.ArgumentParser, Run]:
+    from grader import batch
+
+    return batch.merge_parser(), batch.run_merge
+
+
+COMMANDS = (
+    Command("file", "FILE [options]", "grade one submission's .cu file; `grade file FILE` is the same (for a file "
+            "named like a command), `grade file -h` lists its options", _file),
+    Command("selfcheck", "selfcheck [options]", "compile the reference kernels, gate them against float64 and time "
+            "them against the copy floor (the course page's report)", _selfcheck),
+    Command("batch", "batch PATH... [options]", "grade a class, each submission in its own process, resumably",
+            _batch),
+    Command("merge", "merge OUT RESULTS...", "join the results of batch shards into one gradebook", _merge),
+)
+NAMES = tuple(c.name for c in COMMANDS)
+TOP_WORDS = ("-h", "--help", "--version")
+"""First arguments that `grade` itself reads (every other first word that is no command is `file`'s)."""
+USAGE = "grade [-h] [--version] {FILE,selfcheck,batch,merge} [options]"
 
 
 def _emit(text: str) -> bool:
@@ -58,13 +122,15 @@ def _silence_stdout() -> None:
 
 
 def single_parser() -> argparse.ArgumentParser:
+    """The parser of `grade FILE` (the `file` command): every option of grading one file."""
     p = argparse.ArgumentParser(
         prog="grade",
         description=f"Compile, verify, time and grade a {exercise.KERNEL_NAME} submission "
         "(other commands: grade selfcheck, grade batch, grade merge; each takes -h).",
-        epilog=EPILOG,
+        epilog=exit_codes_help(*EXIT_CODES), formatter_class=HelpFormatter,
     )
-    p.add_argument("file", nargs="?", help="the submission's .cu file")
+    p.add_argument("file", nargs="?", metavar="FILE",
+                   help="the submission's .cu file (`grade file NAME` grades a file named like a command)")
     p.add_argument("more", nargs="*", help=argparse.SUPPRESS)  # a second file: pointed to `grade batch`
     p.add_argument("--version", action="version", version=f"grade {grader.__version__}")
     p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
@@ -86,26 +152,83 @@ def single_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parser(commands: Iterable[str] = NAMES) -> argparse.ArgumentParser:
+    """The argument tree of `grade`: its own -h and --version, and a subparser for each of `commands` (main()
+    asks for the one it runs only). A command's subparser is its module's parser adopted with `parents=`: the
+    same options, prog, description and epilog, so its -h is unchanged; its defaults `command_run` and
+    `command_parser` are the function that runs it and that subparser (which reports a bad option)."""
+    width = max(len(c.form) for c in COMMANDS) + 2
+    table = "\n".join(f"  {c.form:<{width}}{c.summary}" for c in COMMANDS)
+    top = argparse.ArgumentParser(
+        prog="grade", usage=USAGE, formatter_class=HelpFormatter,
+        description=f"Compile, verify, time and grade a {exercise.KERNEL_NAME} submission, or a whole class.\n\n"
+                    f"commands (each takes -h):\n{table}",
+        epilog=exit_codes_help(*EXIT_CODES, title="exit codes of `grade FILE` (each command's -h lists its own)"))
+    top.add_argument("--version", action="version", version=f"grade {grader.__version__}")
+    subs = top.add_subparsers(dest="command", help=argparse.SUPPRESS)  # listed by the description's table
+    for command in COMMANDS:
+        if command.name in commands:
+            own, run = command.load()
+            sub = subs.add_parser(command.name, parents=[own], add_help=False, prog=own.prog, usage=own.usage,
+                                  description=own.description, epilog=own.epilog,
+                                  formatter_class=own.formatter_class)
+            sub.set_defaults(command_run=run, command_parser=sub)
+    return top
+
+
+def command_typo(word: str | None, more: list[str], argv: list[str]) -> str | None:
+    """Why `grade ARGV` (no command named; `word` its first positional argument, `more` the others) is refused
+    before grading, or None. `word` is the file unless it is no file and looks like a command: no path and not
+    ending in .cu, alone and close to a command's name ("... is neither a file nor a command; did you mean
+    `grade selfcheck`?"), or followed by more words ("... is not a command", with "did you mean" where a name is
+    close: difflib). An existing path, a NAME.cu (missing or not: grading reports it) and a lone word close to
+    no command are files."""
+    if word is None or os.path.lexists(word) or word.lower().endswith(".cu"):
+        return None
+    close = difflib.get_close_matches(word, [*NAMES, "grade"] if more else NAMES, n=1)
+    if not close and not more:
+        return None
+    shown = f"'{printable(word, 60)}'"
+    meant = ""
+    if close:
+        rest = list(argv)
+        rest.remove(word)
+        suggestion = shlex.join(rest if close[0] == "grade" else [close[0], *rest])  # `grade grade x.cu`: once
+        meant = f"; did you mean `{printable(f'grade {suggestion}'.strip(), 120)}`?"
+    if not more:
+        return f"{shown} is neither a file nor a command{meant}"
+    return f"{shown} is not a command (the commands: {', '.join(NAMES)}; `grade -h` lists them){meant}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `grade` console script; returns the exit code."""
+    """Entry point of the `grade` console script (and `python -m grader`); returns the exit code."""
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except BrokenPipeError:  # a subcommand's output went to a reader that stopped reading
         _silence_stdout()
         return EXIT_FAIL
+    except KeyboardInterrupt:  # grade FILE and a batch's grading catch their own; this is everywhere else
+        print("grade: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _main(argv: list[str]) -> int:
-    if argv and argv[0] == "selfcheck":
-        from reference_kernels.selfcheck import main as selfcheck_main
+    implied = not argv or argv[0] not in (*NAMES, *TOP_WORDS)
+    if implied:
+        argv = ["file", *argv]
+    args, extra = parser(argv[:1]).parse_known_args(argv)
+    typo = command_typo(args.file, args.more, argv[1:]) if implied else None
+    if typo:
+        print(f"grade: {typo}", file=sys.stderr)
+        return EXIT_INPUT
+    if extra:  # as parse_args reports them, but by the command's own parser (its prog, its usage)
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args.command_run(args, args.command_parser)
 
-        return selfcheck_main(argv[1:])
-    if argv and argv[0] in ("batch", "merge"):
-        from grader.batch import main as batch_main
 
-        return batch_main(argv)
-    parser = single_parser()
-    args = parser.parse_args(argv)
+def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`grade FILE` on arguments parsed by single_parser() (or its copy in the tree, `parser`); returns the exit
+    code."""
     if args.more:
         files = " ".join([args.file, *args.more])
         parser.error(f"grade takes one file; to grade {1 + len(args.more)} files use: "
@@ -116,8 +239,8 @@ def _main(argv: list[str]) -> int:
         _emit(json.dumps(GradeReport.model_json_schema(), indent=2))
         return EXIT_PASS
     if not args.file:
-        single_parser().print_usage(sys.stderr)
-        print("grade: error: give a .cu file to grade", file=sys.stderr)
+        print(f"usage: {USAGE}\ngrade: error: give a .cu file to grade, or a command (grade -h lists them)",
+              file=sys.stderr)
         return EXIT_INPUT
     from grader import sandbox
     from grader.grade import grade_file

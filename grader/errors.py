@@ -13,6 +13,8 @@ Exit codes of `grade` (README, "Exit codes"):
      a quiet GPU would not give); run again
   130 interrupted (Ctrl-C)
 `grade batch` adds: 4 also when the batch is incomplete (a row busy, not graded, or a stop by a signal).
+Every command's -h lists the codes it can return (exit_codes_help, in EXIT_MEANING's words where a code
+means the same).
 
 Also here: `Stage`, the one vocabulary of stage names (what grade_file announces, where a report stopped).
 """
@@ -31,6 +33,31 @@ EXIT_INCOMPLETE = 4
 """`grade batch`: some submission has no final row (busy, not graded, or the batch was stopped); run again."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT): 128 + the signal's number, as shells report it."""
+
+EXIT_MEANING = {
+    EXIT_PASS: "graded: gold or silver",
+    EXIT_FAIL: "graded: fail (wrong output, too slow) or error (compile error, refused include, kernel missing, "
+               "parameter list mismatch, fault or hang on the GPU)",
+    EXIT_INPUT: "input or usage error (missing, unreadable or not a .cu file, malformed `// grade:` block, bad "
+                "option, an --arch the installed NVRTC cannot compile for)",
+    EXIT_NO_GPU: "no GPU: every check that needs no GPU ran and passed; verification and timing need one",
+    EXIT_GRADER: "not graded, not the submission's fault: the install lacks its CUDA extra (one line names the "
+                 "pip command), or a CUDA call of the grader's own failed",
+    EXIT_BUSY: "not graded: the kernel is correct but the GPU was busy while it was timed; run again",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+"""What each exit code of `grade FILE` means, in the words of every command's -h (the table above)."""
+
+
+def exit_codes_help(*codes: int | tuple[int, str], title: str = "exit codes") -> str:
+    """The exit-code table of a command's -h (its epilog): `title`, then one code a line, in the order given. A
+    code alone takes EXIT_MEANING's words; a (code, meaning) pair is a command's own. grader.options.HelpFormatter
+    keeps the lines and wraps each meaning under itself (argparse's own formatter would join them)."""
+    lines = [f"{title}:"]
+    for entry in codes:
+        code, meaning = entry if isinstance(entry, tuple) else (entry, EXIT_MEANING[entry])
+        lines.append(f"  {code:<3}  {meaning}")
+    return "\n".join(lines)
 
 
 class Stage(StrEnum):

@@ -1,11 +1,12 @@
 """Argument types shared by the `grade` command (grader.cli) and `grade batch` (grader.batch): argparse
 `type=` functions that refuse a bad value with a message naming it and the form to use (argparse then exits
-2, the usage error's code)."""
+2, the usage error's code), and HelpFormatter, the layout of every command's -h (its exit-code table)."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 
 from grader.errors import InputError
 
@@ -47,3 +48,21 @@ def positive_seconds(value: str) -> float:
     if not 0 < seconds < float("inf"):
         raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of seconds")
     return seconds
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, except that a text holding indented lines (a table: the exit codes of
+    grader.errors.exit_codes_help, `grade -h`'s commands) keeps its lines, each wrapped to the terminal's width
+    under its second column (the text after the first run of two spaces). Other text is filled as argparse
+    fills it."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n  " not in text:
+            return super()._fill_text(text, width, indent)
+        lines = []
+        for line in text.splitlines():
+            column = re.match(r"\s*\S.*?\s{2,}", line)
+            hang = indent + " " * (column.end() if column else 0)
+            lines += textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=hang,
+                                   break_on_hyphens=False, break_long_words=False) or [indent]
+        return "\n".join(lines)

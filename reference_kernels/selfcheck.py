@@ -2,12 +2,17 @@
 floor and print the course page's report (byte counts, RoPE, chain and bf16 tables, staged/fused mismatch,
 GELU gap, the four predictions).
 
-  grade selfcheck [--no-timing] [--layout bshd|bhsd] [--base B] [--seed N] [--json PATH] [--arch sm_XY]
+  grade selfcheck [--no-timing] [--layout bshd|bhsd] [--base B] [--seed N] [--json] [--counters] [--arch sm_XY]
                   [--device N]
 
-Exit codes (grader.errors): 0 every gate passed (the predictions are observations, never a failure); 1 a gate
-failed or a source did not compile; 2 usage error; 3 no GPU (everything compiled; the float64 GELU gap and the
-byte model are printed, gates and timing need a CUDA GPU).
+--json writes the SelfcheckResult as JSON on stdout instead of the text report; the report's sections then go
+to stderr as they are ready, so a person still sees the progress (`grade selfcheck --json > selfcheck.json`).
+
+Exit codes (grader.errors; `grade selfcheck -h` lists them): 0 every gate passed (the predictions are
+observations, never a failure); 1 a gate failed, a source did not compile or a reference kernel failed on the
+GPU; 2 usage error; 3 no GPU (everything compiled; the float64 GELU gap and the byte model are printed, gates
+and timing need a CUDA GPU); 4 the install lacks its CUDA extra (one line names the pip command) or a CUDA call
+of the grader's own failed; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from pydantic import BaseModel
 
 from grader.compile import DEFAULT_ARCH, Compiled
 from grader.device import Gpu, GpuInfo, open_gpu
-from grader.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError, SubmissionError
+from grader.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
+                           NoGpuError, SubmissionError, exit_codes_help)
+from grader.options import HelpFormatter
 from grader.reference import gelu_gap
 from grader.timing import CopyFloor
 from reference_kernels import expected as ref
@@ -30,7 +37,9 @@ from reference_kernels.selfcheck_report import (
     Prediction, byte_counts, gap_text, gates_text, mismatch_text, predictions, predictions_text, table_text,
 )
 from reference_kernels.suite import compile_suite, load_suite
+from grader.text import printable
 from grader.timing import Table, TimerSettings
+from grader.toolkit import require_cuda
 from reference_kernels.timed import bf16_table, chain_table, rope_table
 
 DEFAULT_SEED = 96
@@ -99,15 +108,26 @@ def run_selfcheck(gpu: Gpu, compiled: dict[str, Compiled], *, timing: bool = Tru
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of `grade selfcheck` (module docstring)."""
-    p = argparse.ArgumentParser(prog="grade selfcheck", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="grade selfcheck", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter,
+        epilog=exit_codes_help(
+            (EXIT_PASS, "every gate passed (the predictions are observations, never a failure)"),
+            (EXIT_FAIL, "a gate failed, a source did not compile, or a reference kernel failed on the GPU"),
+            (EXIT_INPUT, "usage error (a bad option)"),
+            (EXIT_NO_GPU, "no GPU: every kernel compiled; the byte model and the float64 GELU gap are printed, the "
+                          "gates and timing need a CUDA GPU"),
+            (EXIT_GRADER, "not run, not the kernels' fault: the install lacks its CUDA extra (one line names the pip "
+                          "command), or a CUDA call of the grader's own failed"),
+            EXIT_INTERRUPTED))
     p.add_argument("--no-timing", action="store_true", help="run the gates and the GELU gap only (fast)")
     p.add_argument("--layout", choices=ref.LAYOUTS, default="bshd", help="RoPE layout timed (gates run both)")
     p.add_argument("--base", type=float, default=ref.DEFAULT_BASE,
                    help=f"RoPE base timed (default {ref.DEFAULT_BASE:g}; gates run {ref.DEFAULT_BASE:g} and "
                         f"{ref.LONG_CONTEXT_BASE:g})")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the gates' inputs (default {DEFAULT_SEED})")
-    p.add_argument("--json", metavar="PATH", help="also write every result as JSON to PATH")
+    p.add_argument("--json", action="store_true",
+                   help="write the result (every gate, table and prediction) as JSON on stdout instead of the text "
+                        "report; the report's sections then go to stderr, as progress")
     p.add_argument("--counters", action="store_true",
                    help="also measure every kernel's DRAM bytes per element with Nsight Compute (ncu) and settle the "
                         "page's two cache assumptions (the bias row, the RoPE tables)")
@@ -119,7 +139,27 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Entry point of `grade selfcheck`; returns the exit code."""
-    args = parser().parse_args(argv)
+    return run(parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """`grade selfcheck` on arguments parsed by parser() or the `grade` command's copy of it (`parser`, unused:
+    the same call as grader.batch.run_batch's); returns the exit code. An incomplete install (no CUDA extra)
+    or a failed CUDA call of the grader's own is one line on stderr and exit 4, as for `grade FILE`."""
+    try:
+        return _run(args)
+    except GraderFault as err:  # InstallError included
+        print(f"grade selfcheck: {printable(str(err), None)}", file=sys.stderr)
+        return EXIT_GRADER
+
+
+def _run(args: argparse.Namespace) -> int:
+    report = sys.stderr if args.json else sys.stdout  # --json: stdout holds the JSON alone
+
+    def show(text: str) -> None:
+        print(text + "\n", file=report, flush=True)
+
+    require_cuda()  # before any compile: else NVRTC's missing library is a traceback from the first one
     gpu, no_gpu = None, ""
     try:
         gpu = open_gpu(args.device)
@@ -133,25 +173,27 @@ def main(argv: list[str]) -> int:
         return EXIT_FAIL
     count = sum(len(c.kernels) for c in compiled.values())
     where = f"{gpu.info.name} ({arch}, driver CUDA {gpu.info.driver_cuda})" if gpu else f"no GPU, target {arch}"
-    print(f"Reference kernels: {count} kernels from {len(compiled)} sources compiled with NVRTC; {where}\n")
-    print(byte_counts() + "\n")
+    show(f"Reference kernels: {count} kernels from {len(compiled)} sources compiled with NVRTC; {where}")
+    show(byte_counts())
     if gpu is None:
-        print(gap_text(gelu_gap(), None))
+        gap = gelu_gap()
+        print(gap_text(gap, None), file=report)
+        if args.json:
+            print(SelfcheckResult(arch=arch, seed=args.seed, gap_float64=gap).model_dump_json(indent=2))
         print(f"grade selfcheck: no GPU ({no_gpu}); all {count} reference kernels compiled for {arch}; the gates "
               "and timing need a CUDA GPU", file=sys.stderr)
         return EXIT_NO_GPU
     try:
         result = run_selfcheck(gpu, compiled, timing=not args.no_timing, layout=args.layout, base=args.base,
-                               seed=args.seed, emit=lambda text: print(text + "\n", flush=True))
+                               seed=args.seed, emit=show)
     except SubmissionError as err:
         print(f"grade selfcheck: a reference kernel failed on the GPU: {err}", file=sys.stderr)
         return EXIT_FAIL
     if args.counters and result.passed:
         result.counters = suite_counters(device=args.device)
-        print(counters_text(result.counters) + "\n", flush=True)
+        show(counters_text(result.counters))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(result.model_dump_json(indent=2))
+        print(result.model_dump_json(indent=2), flush=True)
     if not result.passed:
         print(f"grade selfcheck: {sum(not g.passed for g in result.gates)} gate(s) failed", file=sys.stderr)
         return EXIT_FAIL

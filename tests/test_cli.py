@@ -1,12 +1,13 @@
 """The `grade` command's exit codes and messages on a machine without a GPU (CI)."""
 
 import json
+import re
 
 import pytest
 
 from grader.cli import main
 from grader.device import open_gpu
-from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, NoGpuError
+from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
 
 from conftest import SUBMISSIONS
 
@@ -170,3 +171,164 @@ def test_open_pipe_still_gets_the_output():
     code = "import sys; from grader.cli import main; sys.exit(main(sys.argv[1:]))"
     done = subprocess.run([sys.executable, "-c", code, "--json-schema"], capture_output=True, timeout=120)
     assert done.returncode == 0 and "GradeReport" in json.loads(done.stdout)["title"]
+
+
+# --- the command tree: help, typos, the `file` command, --json, Ctrl-C ----------------------------------------
+ALL_CODES = (0, 1, 2, 3, 4, 5, 130)
+
+
+def help_of(capsys, *argv: str) -> str:
+    """What `grade ARGV` (an -h) prints on stdout; it exits 0."""
+    with pytest.raises(SystemExit) as exit_:
+        main(list(argv))
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def exit_codes_listed(text: str) -> set[int]:
+    table = text[text.index("exit codes"):]
+    return {int(m.group(1)) for m in re.finditer(r"^  (\d+) +\S", table, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_lists_every_command_and_every_exit_code(flag, capsys):
+    out = help_of(capsys, flag)
+    usage = out.splitlines()[0]
+    assert usage.startswith("usage: grade") and "{FILE,selfcheck,batch,merge}" in usage and "[file]" not in usage
+    commands = out[out.index("commands"):out.index("exit codes")]
+    for form in ("FILE [options]", "selfcheck [options]", "batch PATH... [options]", "merge OUT RESULTS..."):
+        assert re.search(rf"^  {re.escape(form)}  +\S", commands, re.MULTILINE), form
+    assert exit_codes_listed(out) == set(ALL_CODES)
+    assert "interrupted (Ctrl-C)" in out
+
+
+@pytest.mark.parametrize("argv, codes", [
+    (["file", "-h"], ALL_CODES), (["x.cu", "-h"], ALL_CODES), (["selfcheck", "-h"], (0, 1, 2, 3, 4, 130)),
+    (["batch", "-h"], (0, 2, 3, 4, 130)), (["merge", "-h"], (0, 2, 130)),
+])
+def test_every_commands_help_lists_its_exit_codes(argv, codes, capsys):
+    assert exit_codes_listed(help_of(capsys, *argv)) == set(codes)
+
+
+def test_a_commands_help_is_its_own_modules_parser(capsys):
+    from grader.batch import batch_parser, merge_parser
+    from grader.cli import single_parser
+    from reference_kernels.selfcheck import parser as selfcheck_parser
+
+    for argv, own in ((["batch", "-h"], batch_parser()), (["merge", "-h"], merge_parser()),
+                      (["selfcheck", "-h"], selfcheck_parser()), (["file", "-h"], single_parser())):
+        assert help_of(capsys, *argv) == own.format_help(), argv
+
+
+def test_the_tree_holds_every_command():
+    from grader.cli import NAMES, parser
+
+    tree = parser()
+    forms = {"file": ["x.cu"], "selfcheck": ["--no-timing"], "batch": ["class/"], "merge": ["out", "r.jsonl"]}
+    assert set(forms) == set(NAMES)
+    for name, rest in forms.items():
+        args = tree.parse_args([name, *rest])
+        assert args.command == name and callable(args.command_run) and args.command_parser.prog.startswith("grade")
+    assert tree.parse_args(["file", "x.cu", "--json"]).format == "json"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["selfchek"], "'selfchek' is neither a file nor a command; did you mean `grade selfcheck`?"),
+    (["bacth"], "did you mean `grade batch`?"),
+    (["--json", "selfchek"], "did you mean `grade selfcheck --json`?"),
+    (["grdae", "x.cu"], "'grdae' is not a command (the commands: file, selfcheck, batch, merge"),
+    (["grdae", "x.cu"], "did you mean `grade x.cu`?"),
+    (["merg", "out", "r.jsonl"], "did you mean `grade merge out r.jsonl`?"),
+    (["batc", "class/", "--out", "r"], "did you mean `grade batch class/ --out r`?"),
+])
+def test_a_mistyped_command_gets_did_you_mean(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # none of the words is a file here
+    assert main(argv) == EXIT_INPUT
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and "grade batch grdae" not in captured.err
+
+
+def test_a_word_that_is_no_file_before_more_words_is_not_a_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["foo", "bar"]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "'foo' is not a command" in err and "did you mean" not in err and "grade batch" not in err
+
+
+def test_no_did_you_mean_for_an_existing_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "selfchek").write_text((SUBMISSIONS / "gold_float4.cu").read_text())
+    assert main(["selfchek"]) == EXIT_INPUT  # graded as the file it is: refused for its name
+    err = capsys.readouterr().err
+    assert "selfchek: not a .cu file (no extension)" in err and "did you mean" not in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["selfchek", "b.cu"])
+    assert exit_.value.code == EXIT_INPUT and "grade batch selfchek b.cu --out results" in capsys.readouterr().err
+
+
+def test_a_missing_cu_file_is_still_no_such_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["selfcheck.cu"]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "selfcheck.cu: no such file" in err and "did you mean" not in err
+
+
+def test_grade_file_grades_a_file_named_like_a_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "batch").write_text((SUBMISSIONS / "gold_float4.cu").read_text())
+    assert main(["file", "batch"]) == EXIT_INPUT  # the file named batch, refused for its name (it is no .cu)
+    captured = capsys.readouterr()
+    assert "batch: not a .cu file (no extension)" in captured.err and "grade batch:" not in captured.err
+    assert main(["file", "selfchek"]) == EXIT_INPUT  # `file` named: no "did you mean"
+    assert "selfchek: no such file" in capsys.readouterr().err
+
+
+@no_gpu_only
+def test_grade_file_is_grade(capsys):
+    assert main(["file", str(SUBMISSIONS / "gold_float4.cu"), "--json"]) == EXIT_NO_GPU
+    assert json.loads(capsys.readouterr().out)["verdict"] == "no-gpu"
+
+
+def test_an_unknown_option_is_reported_by_the_commands_parser(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["batch", "x", "--bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == EXIT_INPUT and "grade batch: error: unrecognized arguments: --bogus" in err
+    with pytest.raises(SystemExit):
+        main(["x.cu", "--out", "r"])
+    assert "grade: error: unrecognized arguments: --out r" in capsys.readouterr().err
+
+
+@no_gpu_only
+def test_selfcheck_json_is_the_result_on_stdout(capsys):
+    assert main(["selfcheck", "--json", "--no-timing"]) == EXIT_NO_GPU
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["gpu"] is None and result["arch"] == "sm_90" and result["gates"] == []
+    assert "Byte counts" in captured.err and "GELU gap" in captured.err and "grade selfcheck: no GPU" in captured.err
+
+
+def test_ctrl_c_is_exit_130_with_one_line(monkeypatch, capsys):
+    from reference_kernels import selfcheck
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(selfcheck, "_run", interrupted)
+    assert main(["selfcheck"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip() == "grade: interrupted (Ctrl-C)"
+
+
+def test_python_dash_m_grader_reads_the_same_tree():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    r = subprocess.run([sys.executable, "-m", "grader", "selfchek"], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    assert r.returncode == EXIT_INPUT and "did you mean `grade selfcheck`?" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "grader", "--help"], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "{FILE,selfcheck,batch,merge}" in r.stdout and "130" in r.stdout

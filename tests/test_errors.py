@@ -62,6 +62,23 @@ def test_install_without_the_nvrtc_library_is_one_line_and_exit_4(monkeypatch, c
     assert "NVRTC library (libnvrtc.so.13 or libnvrtc.so.12) was not found" in captured.err
 
 
+def test_selfcheck_without_cuda_bindings_is_one_line_and_exit_4():
+    r = run_python(HIDE_BINDINGS + "from grader.cli import main; sys.exit(main(sys.argv[1:]))", "selfcheck")
+    assert r.returncode == EXIT_GRADER and r.stdout == ""
+    assert_install_line(r.stderr)
+    assert r.stderr.startswith("grade selfcheck: ") and "cuda-bindings cannot be imported" in r.stderr
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_selfcheck_without_the_nvrtc_library_is_one_line_and_exit_4(json_flag, monkeypatch, capsys):
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", no_nvrtc_library)
+    assert main(["selfcheck", *json_flag]) == EXIT_GRADER
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert_install_line(captured.err)
+    assert "NVRTC library (libnvrtc.so.13 or libnvrtc.so.12) was not found" in captured.err
+
+
 def test_install_error_in_json_and_gradescope_is_not_a_grade(monkeypatch, capsys):
     monkeypatch.setattr(nvrtc, "nvrtcVersion", no_nvrtc_library)
     assert main([GOLD, "--json"]) == EXIT_GRADER
