@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - no driver, no NVML
         print(f"clock_trace: no NVML ({type(err).__name__}: {err}); no figure printed", file=sys.stderr)
         return 3
-    ct, cid = nvml.ClockType, nvml.ClockId
+    # nvml.h's values: the enums' member names differ between cuda-bindings releases (ClockType.SM in 13.5,
+    # ClockType.CLOCK_SM in 13.3), their values do not
+    sm_clock, mem_clock, current, app_target, app_default, boost_max = 1, 2, 0, 1, 2, 3
 
     def ask(fn, *a):
         try:
@@ -46,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             return f"n/a ({type(err).__name__})"
 
     limits = {
-        "sm_max_mhz": ask(nvml.device_get_max_clock_info, ct.SM),
-        "mem_max_mhz": ask(nvml.device_get_max_clock_info, ct.MEM),
-        "sm_app_target_mhz": ask(nvml.device_get_clock, ct.SM, cid.APP_CLOCK_TARGET),
-        "sm_app_default_mhz": ask(nvml.device_get_clock, ct.SM, cid.APP_CLOCK_DEFAULT),
-        "mem_app_target_mhz": ask(nvml.device_get_clock, ct.MEM, cid.APP_CLOCK_TARGET),
-        "sm_boost_max_mhz": ask(nvml.device_get_clock, ct.SM, cid.CUSTOMER_BOOST_MAX),
+        "sm_max_mhz": ask(nvml.device_get_max_clock_info, sm_clock),
+        "mem_max_mhz": ask(nvml.device_get_max_clock_info, mem_clock),
+        "sm_app_target_mhz": ask(nvml.device_get_clock, sm_clock, app_target),
+        "sm_app_default_mhz": ask(nvml.device_get_clock, sm_clock, app_default),
+        "mem_app_target_mhz": ask(nvml.device_get_clock, mem_clock, app_target),
+        "sm_boost_max_mhz": ask(nvml.device_get_clock, sm_clock, boost_max),
         "power_limit_w": (lambda v: v / 1000 if isinstance(v, int) else v)(ask(nvml.device_get_enforced_power_limit)),
         "supported_reasons": ask(nvml.device_get_supported_clocks_event_reasons),
     }
@@ -63,12 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         while not stop.is_set():
             bits = ask(nvml.device_get_current_clocks_event_reasons)
-            samples.append({"t": time.perf_counter() - t0, "sm": ask(nvml.device_get_clock_info, ct.SM),
-                            "mem": ask(nvml.device_get_clock_info, ct.MEM),
+            samples.append({"t": time.perf_counter() - t0, "sm": ask(nvml.device_get_clock, sm_clock, current),
+                            "mem": ask(nvml.device_get_clock, mem_clock, current),
                             "reasons": [n for b, n in reasons.items() if isinstance(bits, int) and bits & b],
                             "power_w": (lambda v: v / 1000 if isinstance(v, int) else v)(
                                 ask(nvml.device_get_power_usage)),
-                            "temp_c": str(ask(nvml.device_get_temperature_v, nvml.TemperatureSensors.GPU))})
+                            "temp_c": ask(nvml.device_get_temperature_v, 0)})
             time.sleep(args.every_ms / 1000)
 
     thread = threading.Thread(target=sample, daemon=True)
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{max(mem, default=0)} MHz, power up to {max(power, default=0):.0f} W, reasons {seen or '-'}")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"limits": limits, "command": command, "exit": code, "samples": samples}, f)
+            json.dump({"limits": limits, "command": command, "exit": code, "samples": samples}, f, default=str)
     return code
 
 
