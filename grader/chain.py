@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader import exercise
-from grader.compile import compile_kernels
+from grader import kernel_cache
 from grader.contention import disturbed, gpu_turn
 from grader.device import Gpu
 from grader.errors import Busy
@@ -51,7 +51,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     n = rows * cols
     page = chain_kernels(WIDE)
     names = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
-    compiled = compile_kernels(source_text("chain.cu"), "chain.cu", tuple(page[k].expr for k in names),
+    compiled = kernel_cache.compiled(source_text("chain.cu"), "chain.cu", tuple(page[k].expr for k in names),
                                gpu.info.arch)
     loaded = gpu.load(compiled)
     big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}

@@ -1,4 +1,4 @@
-"""The `grade` command: one argparse tree (parser()) of four commands, each with its own -h.
+"""The `grade` command: one argparse tree (parser()) of five commands, each with its own -h.
 
   grade FILE [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N] ...   grade one file
   grade file FILE [...]                      the same: for a file named like a command (`grade file batch`)
@@ -6,6 +6,7 @@
   grade selfcheck [...]                      run the reference-kernel suite (reference_kernels.selfcheck)
   grade batch PATH... [...]                  grade a class (grader.batch)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
+  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
 nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,
@@ -85,6 +86,12 @@ def _merge() -> tuple[argparse.ArgumentParser, Run]:
     return batch.merge_parser(), batch.run_merge
 
 
+def _cache() -> tuple[argparse.ArgumentParser, Run]:
+    from grader import kernel_cache
+
+    return kernel_cache.parser(), kernel_cache.run
+
+
 COMMANDS = (
     Command("file", "FILE [options]", "grade one submission's .cu file; `grade file FILE` is the same (for a file "
             "named like a command), `grade file -h` lists its options", _file),
@@ -93,11 +100,12 @@ COMMANDS = (
     Command("batch", "batch PATH... [options]", "grade a class, each submission in its own process, resumably",
             _batch),
     Command("merge", "merge OUT RESULTS...", "join the results of batch shards into one gradebook", _merge),
+    Command("cache", "cache [--clear]", "show or empty the folder of the grader's own compiled kernels", _cache),
 )
 NAMES = tuple(c.name for c in COMMANDS)
 TOP_WORDS = ("-h", "--help", "--version")
 """First arguments that `grade` itself reads (every other first word that is no command is `file`'s)."""
-USAGE = "grade [-h] [--version] {FILE,selfcheck,batch,merge} [options]"
+USAGE = "grade [-h] [--version] {FILE,selfcheck,batch,merge,cache} [options]"
 
 
 def _emit(text: str) -> bool:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 
-from grader.compile import Compiled, compile_kernels
+from grader import kernel_cache
+from grader.compile import Compiled
 from grader.launch import LaunchSpec, Param, bind
 
 PAGE = 1
@@ -264,7 +265,7 @@ def compile_suite(arch: str) -> dict[str, Compiled]:
     out = {}
     for source in SOURCES:
         exprs = tuple(k.expr for k in all_kernels() if k.source == source)
-        out[source] = compile_kernels(source_text(source), source, exprs, arch)
+        out[source] = kernel_cache.compiled(source_text(source), source, exprs, arch)
     return out
 
 

@@ -87,6 +87,25 @@ def assert_linear(run: Callable[[Any], Any], make: Callable[[int], Any], size: i
     return out
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kernel_cache_folder(tmp_path_factory):
+    """The grader's kernel cache (grader.kernel_cache) in a folder of this test session, for the tests and
+    the processes they start: a run never reads or fills the user's own cache."""
+    import os
+
+    from grader import kernel_cache
+
+    folder = tmp_path_factory.mktemp("kernel-cache")
+    folder.chmod(0o700)
+    old = os.environ.get(kernel_cache.ENV)
+    os.environ[kernel_cache.ENV] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop(kernel_cache.ENV, None)
+    else:
+        os.environ[kernel_cache.ENV] = old
+
+
 @pytest.fixture(scope="session")
 def gpu():
     """A grader.device.Gpu on device 0, or a skip with the reason there is none."""

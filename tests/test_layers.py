@@ -21,6 +21,7 @@ LAYERS = [
     ["grader.predefined"],
     ["grader.program"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
+    ["grader.kernel_cache"],
     # the GPU (and the reference kernels as data, which the chain's rows launch)
     ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],

@@ -4,11 +4,12 @@ from importlib.resources import files
 
 
 def load(gpu, source: str, kernels: tuple[str, ...]) -> dict:
-    """Compile grader/kernels/`source` for `gpu`'s arch with NVRTC and load it: {kernel name: Kernel}.
+    """Compile grader/kernels/`source` for `gpu`'s arch with NVRTC (once per NVRTC version and arch:
+    grader.kernel_cache) and load it: {kernel name: Kernel}.
 
     gpu: a grader.device.Gpu. Raises SubmissionError only if the grader's own source is broken.
     """
-    from grader.compile import compile_kernels
+    from grader import kernel_cache
 
     text = files(__name__).joinpath(source).read_text()
-    return gpu.load(compile_kernels(text, source, kernels, gpu.info.arch))
+    return gpu.load(kernel_cache.compiled(text, source, kernels, gpu.info.arch))
