@@ -26,6 +26,7 @@ from grader.hints import code_hints
 from grader.launch import LaunchSpec
 from grader.measure import Measurement, measure
 from grader.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
+from grader.sass import Reading
 from grader.signature import check_params, source_signature
 from grader.source import Submission, read_submission
 from grader.timing import FLOOR_SCALAR, Table
@@ -88,6 +89,7 @@ class Outcome:
     chain_note: str = ""
     printed: Captured = field(default_factory=Captured)
     stopped: SubmissionError | WrongOutput | Busy | None = None
+    sass: Reading | None = None
 
 
 def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, device_id: int = 0,
@@ -124,6 +126,7 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
         stage(Stage.COMPILE)
         out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target)
         info = out.compiled.kernels[exercise.KERNEL_NAME]
+        out.sass = Reading(out.compiled.cubin, info.mangled)  # the disassembler runs while the GPU works
         widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
                               source_signature(sub.text, exercise.KERNEL_NAME), exercise.KERNEL_NAME)
         if gpu is not None:
@@ -214,7 +217,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.fraction_of_scalar_copy, report.borderline = m.fraction_of_scalar_copy, m.borderline
         report.chain, report.chain_note = out.chain, out.chain_note
     if out.compiled is not None:
-        report.hints, report.flags = _hints(out.compiled, m, report), _flags(sub.contract, m)
+        report.hints, report.flags = _hints(out.compiled, m, report, out.sass), _flags(sub.contract, m)
     return report
 
 
@@ -231,13 +234,13 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
     return summary
 
 
-def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport) -> list[str]:
-    """Hints from the machine code, or the PTX without a disassembler (grader.hints), with the measured copies
-    for the 4-byte-load hint."""
+def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[str]:
+    """Hints from the machine code (`reading`, the disassembly started after compiling), or the PTX without a
+    disassembler (grader.hints), with the measured copies for the 4-byte-load hint."""
     hints = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
                        scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
                        floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None,
-                       cubin=compiled.cubin, arch=compiled.arch)
+                       cubin=compiled.cubin, arch=compiled.arch, reading=reading)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
         hints.append("correct but slow: look at your bias index first, then at the width of your loads "
                      "and stores (the page's Check)")

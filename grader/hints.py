@@ -276,7 +276,7 @@ def sass_tanh_signs(facts: SassFacts) -> tuple[str, ...]:
 
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME, cubin: bytes | None = None,
-               arch: str | None = None) -> list[str]:
+               arch: str | None = None, reading: sass.Reading | None = None) -> list[str]:
     """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
     `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
     found (grader.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
@@ -297,10 +297,11 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
       thread that let an SM hold fewer than REGISTER_HINT_BELOW of its warps (MAX_WARPS_PER_SM of `arch`, or
       of the arch the listing names).
 
-    Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.sass). Returns
-    [] when `mangled` is not an entry of `ptx` (and not in the cubin's code). Hints never change the verdict.
+    Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.sass), unless
+    `reading` (a grader.sass.Reading of that cubin, started earlier) has run it already. Returns [] when
+    `mangled` is not an entry of `ptx` (and not in the cubin's code). Hints never change the verdict.
     """
-    facts = sass.sass_facts(cubin, mangled) if cubin else None
+    facts = reading.facts() if reading else sass.sass_facts(cubin, mangled) if cubin else None
     if facts is not None:
         return sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
                           kernel=kernel, arch=arch)

@@ -134,6 +134,15 @@ def error_report(file: str, stage: Stage, reason: str, details: str = "", **fiel
     return GradeReport(file=file, verdict="error", stage=stage, reason=reason, details=details, **fields)
 
 
+def timed_rows_text(rows: list[TimedRow]) -> str:
+    """A timed table's rows as text: the page's part-3 columns (version, kernels, floats/elem, ms, GB/s, x copy)
+    and how well each median is known (spread: IQR over the median; reps: timed rounds)."""
+    cells = [[t.version, t.kernels, f"{t.floats_per_elem:g}", f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}",
+              f"{100 * t.spread:.1f}%", t.reps] for t in rows]
+    return tabulate(cells, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy", "spread (IQR)",
+                                    "reps"], tablefmt="simple")
+
+
 def render_text(r: GradeReport) -> str:
     """The human report: header, byte model, compile, verification, table, verdict, hints and flags.
     Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source excerpts
@@ -174,21 +183,12 @@ def render_text(r: GradeReport) -> str:
     if r.seed is not None and r.verification:  # inputs were drawn: the seed replays them
         out.append(f"Seed: {r.seed} (replay with --seed {r.seed})")
     if r.table:
-        rows = [[t.version, t.kernels, f"{t.floats_per_elem:g}", f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}",
-                 f"{100 * t.spread:.1f}%", t.reps] for t in r.table]
-        out.append("")
-        out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy",
-                                           "spread (IQR)", "reps"], tablefmt="simple"))
-        out.append("")
+        out.extend(["", timed_rows_text(r.table), ""])
     if r.chain:
         c = r.chain
         out.append(f"Your part-3 rows: your kernel in the exercise's chain, in front of the page's addResidual, beside "
                    f"the page's staged and fused chains ({c.shape}; not graded):")
-        rows = [[t.version, t.kernels, f"{t.floats_per_elem:g}", f"{t.ms:.4f}", f"{t.gbs:.1f}", f"{t.x_copy:.2f}"]
-                for t in c.rows]
-        out.append(tabulate(rows, headers=["version", "kernels", "floats/elem", "ms", "GB/s", "x copy"],
-                            tablefmt="simple"))
-        out.append("")
+        out.extend([timed_rows_text(c.rows), ""])
     elif r.chain_note:
         out.append(f"Note: {r.chain_note}")
     if r.counters is not None:
