@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from grader import exercise
+from grader.clocks import ClockLimits, ClockSample, reason_names
 from grader.compile import Compiled
 from grader.errors import GraderError, GraderFault, NoGpuError, SubmissionError
 from grader.launch import DevicePtr, address
@@ -141,6 +142,7 @@ class Gpu:
         from cuda.core import EventOptions
 
         self._driver = driver
+        self._nvml = None
         self.device = device
         self.stream = device.create_stream()
         self._timing = EventOptions(timing_enabled=True)
@@ -285,6 +287,58 @@ class Gpu:
         except Exception:  # noqa: BLE001 - NVML is advice; the timing data decides
             return None
 
+    # --- clocks (NVML, through cuda.bindings.nvml) ------------------------------------------------
+    def _nvml_handle(self):
+        """This GPU's NVML handle (found by UUID, so CUDA_VISIBLE_DEVICES cannot mismatch it), or None where
+        NVML does not answer; asked once."""
+        if self._nvml is None:
+            self._nvml = False
+            try:
+                from cuda.bindings import nvml
+
+                nvml.init_v2()
+                uid = self.uuid()
+                self._nvml = (nvml, nvml.device_get_handle_by_uuid(uid if uid.startswith("GPU-") else "GPU-" + uid))
+            except Exception:  # noqa: BLE001 - no NVML library, no permission, a MIG slice: clocks not known
+                self._nvml = False
+        return self._nvml or None
+
+    def clock_limits(self) -> ClockLimits | None:
+        """The card's clock limits in MHz (grader.clocks.ClockLimits: maxima, application clocks as set and by
+        default; a value NVML will not give is None), or None without NVML. Never raises."""
+        found = self._nvml_handle()
+        if found is None:
+            return None
+        nvml, h = found
+
+        def ask(fn, *args) -> int | None:
+            try:
+                return int(fn(h, *args))
+            except Exception:  # noqa: BLE001 - a query this card does not answer
+                return None
+
+        return ClockLimits(sm_max_mhz=ask(nvml.device_get_max_clock_info, _NVML_SM),
+                           mem_max_mhz=ask(nvml.device_get_max_clock_info, _NVML_MEM),
+                           sm_app_mhz=ask(nvml.device_get_clock, _NVML_SM, _NVML_APP_TARGET),
+                           sm_app_default_mhz=ask(nvml.device_get_clock, _NVML_SM, _NVML_APP_DEFAULT),
+                           mem_app_mhz=ask(nvml.device_get_clock, _NVML_MEM, _NVML_APP_TARGET),
+                           mem_app_default_mhz=ask(nvml.device_get_clock, _NVML_MEM, _NVML_APP_DEFAULT))
+
+    def clock_sample(self, when: str) -> ClockSample | None:
+        """NVML's current SM and memory clocks (MHz) and clock event reasons, labelled `when` ('before',
+        'during', 'after'), or None without NVML or when a reading fails. Never raises; costs three NVML calls
+        (tens of microseconds)."""
+        found = self._nvml_handle()
+        if found is None:
+            return None
+        nvml, h = found
+        try:
+            return ClockSample(when=when, sm_mhz=int(nvml.device_get_clock(h, _NVML_SM, _NVML_CURRENT)),
+                               mem_mhz=int(nvml.device_get_clock(h, _NVML_MEM, _NVML_CURRENT)),
+                               reasons=reason_names(int(nvml.device_get_current_clocks_event_reasons(h))))
+        except Exception:  # noqa: BLE001 - advice; a timing without clocks says so
+            return None
+
     # --- timing --------------------------------------------------------------------------------
     def record(self):
         """Record a timing event on the grader's stream; `later - earlier` of two such events is in ms."""
@@ -343,6 +397,12 @@ class GuardedArray:
 
     def close(self) -> None:
         self.buffer.close()
+
+
+_NVML_SM, _NVML_MEM = 1, 2
+_NVML_CURRENT, _NVML_APP_TARGET, _NVML_APP_DEFAULT = 0, 1, 2
+"""nvml.h's nvmlClockType_t and nvmlClockId_t values (cuda.bindings.nvml names their enum members differently
+from release to release: ClockType.SM in 13.5, ClockType.CLOCK_SM in 13.3.1; the values are the C API's)."""
 
 
 def _peak_gbs(props) -> float | None:

@@ -9,8 +9,8 @@ Exit codes of `grade` (README, "Exit codes"):
   3  no GPU: every check that needs no GPU ran and passed; verification and timing need one
   4  not graded, and not the submission's fault: the grader's install is incomplete (a CUDA extra missing)
      or one of the grader's own CUDA calls failed (not a launch or fault of the submission's kernel)
-  5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, or timings
-     a quiet GPU would not give); run again
+  5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, timings a
+     quiet GPU would not give, clocks that moved or a card that slowed itself: grader.clocks); run again
   130 interrupted (Ctrl-C)
 `grade batch` adds: 4 also when the batch is incomplete (a row busy, not graded, or a stop by a signal).
 Every command's -h lists the codes it can return (exit_codes_help, in EXIT_MEANING's words where a code
@@ -43,7 +43,8 @@ EXIT_MEANING = {
     EXIT_NO_GPU: "no GPU: every check that needs no GPU ran and passed; verification and timing need one",
     EXIT_GRADER: "not graded, not the submission's fault: the install lacks its CUDA extra (one line names the "
                  "pip command), or a CUDA call of the grader's own failed",
-    EXIT_BUSY: "not graded: the kernel is correct but the GPU was busy while it was timed; run again",
+    EXIT_BUSY: "not graded: the kernel is correct but the GPU was busy, or its clocks not steady, while it was "
+               "timed; run again",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 """What each exit code of `grade FILE` means, in the words of every command's -h (the table above)."""
@@ -176,6 +177,8 @@ class Busy(GraderError):
     exit_code = EXIT_BUSY
     stage = Stage.TIME
     details = ""
+    clocks = None
+    """The grader.clocks.Clocks of the timing withheld, where they were read."""
 
 
 class InstallError(GraderFault):

@@ -196,6 +196,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.verdict, report.stage, report.reason = "fail", Stage.VERIFY, str(err)
     elif isinstance(err, Busy):
         report.verdict, report.stage, report.reason = "busy", Stage.TIME, str(err)
+        report.clocks = err.clocks
     elif err is not None:
         report.verdict, report.stage, report.reason, report.details = "error", err.stage, str(err), err.details
     elif m is not None:
@@ -215,6 +216,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.floor_version, report.floor_gbs = m.table.floor_version, m.table.floor_gbs
         report.fraction, report.fraction_low, report.fraction_high = m.fraction, m.fraction_low, m.fraction_high
         report.fraction_of_scalar_copy, report.borderline = m.fraction_of_scalar_copy, m.borderline
+        report.clocks = m.clocks
         report.chain, report.chain_note = out.chain, out.chain_note
     if out.compiled is not None:
         report.hints, report.flags = _hints(out.compiled, m, report, out.sass), _flags(sub.contract, m)

@@ -14,6 +14,7 @@ from tabulate import tabulate
 from grader import exercise
 from grader.claims import NOTE_KINDS, Flag
 from grader.contract import Contract
+from grader.clocks import Clocks
 from grader.counters import Counters
 from grader.device import GpuInfo
 from grader.errors import Stage
@@ -75,7 +76,9 @@ class GradeReport(ReportModel):
     measured (grade --counters; grader.counters; never part of the verdict). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox). `program` says what
-    was graded of a whole program (grader.program), None for a file that holds the kernel alone."""
+    was graded of a whole program (grader.program), None for a file that holds the kernel alone. `clocks` holds
+    the SM and memory clocks the submission was timed at, from NVML (grader.clocks; None when it was not timed),
+    with the reason a verdict was withheld for them or the note that a setting held them."""
 
     schema_version: int = SCHEMA_VERSION
     file: str
@@ -111,6 +114,7 @@ class GradeReport(ReportModel):
     kernel_output: list[str] = []
     kernel_output_dropped: int = 0
     sandbox: str = ""
+    clocks: Clocks | None = None
 
 
 def counters_text(c: Counters) -> list[str]:
@@ -184,6 +188,10 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Seed: {r.seed} (replay with --seed {r.seed})")
     if r.table:
         out.extend(["", timed_rows_text(r.table), ""])
+    if r.clocks is not None:
+        out.append(f"Clocks while timing: {r.clocks.summary()}.")
+        if r.clocks.note:
+            out.append(f"Note: {r.clocks.note}.")
     if r.chain:
         c = r.chain
         out.append(f"Your part-3 rows: your kernel in the exercise's chain, in front of the page's addResidual, beside "

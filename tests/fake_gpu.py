@@ -41,7 +41,13 @@ class FakeGpu:
         self.allocs: dict[int, np.ndarray] = {}
         self.next = BASE
         self.clock = 0.0
+        self.launch_ms = 0.01
         self.launches: list[str] = []
+        self.limits = None
+        """What clock_limits() answers (a grader.clocks.ClockLimits; None: no NVML)."""
+        self.clock_plan = None
+        """clock_plan(when, k) -> grader.clocks.ClockSample | None for the k-th clock_sample call (None: no NVML)."""
+        self.clock_calls: list[str] = []
 
     # --- memory ----------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> FakeBuffer:
@@ -77,6 +83,20 @@ class FakeGpu:
     def free_bytes(self) -> int:
         return self.info.free_bytes - sum(m.size for m in self.allocs.values())
 
+    # --- the GPU's other users and clocks (a stand-in NVML) ----------------------------------------
+    def uuid(self) -> str:
+        return "GPU-fake"
+
+    def load_now(self):
+        return None
+
+    def clock_limits(self):
+        return self.limits
+
+    def clock_sample(self, when: str):
+        self.clock_calls.append(when)
+        return self.clock_plan(when, len(self.clock_calls) - 1) if self.clock_plan else None
+
     # --- kernels ---------------------------------------------------------------------------------
     def load(self, compiled) -> dict[str, FakeKernel]:
         return {name: FakeKernel(name, info.params) for name, info in compiled.kernels.items()}
@@ -91,12 +111,12 @@ class FakeGpu:
         assert len(args) == len(kernel.params), f"{kernel.expr}: {len(args)} arguments for {len(kernel.params)}"
         for a, p in zip(args, kernel.params):
             assert isinstance(a, np.generic) and a.dtype.itemsize == p.size, f"{kernel.expr}: {a!r} for {p}"
-            assert (p.ptx_type in ("u64", "s64", "b64")) == (a.dtype.itemsize == 8), f"{kernel.expr}: {a!r}"
+            assert (p.ptx_type in ("u64", "s64", "b64", "f64")) == (a.dtype.itemsize == 8), f"{kernel.expr}: {a!r}"
         grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
         assert 0 < grid[1] <= 65535 and block[0] * block[1] * block[2] <= 1024
         self.launches.append(kernel.expr)
         getattr(self, "_k_" + kernel.name)(kernel, grid, block, *[a.item() for a in args])
-        self.clock += 0.01
+        self.clock += self.launch_ms
 
     def _threads(self, grid, block) -> int:
         return grid[0] * block[0]
@@ -112,6 +132,17 @@ class FakeGpu:
     def _k_copyVec4(self, k, grid, block, src, dst, n4):
         m = self._covered(grid, block, 1, n4) * 4
         self.arr(dst, m, np.float32)[:] = self.arr(src, m, np.float32)
+
+    def _k_checkBiasGelu(self, k, grid, block, x, bias, out, rows, cols, atol, rtol, bad, first):
+        v = self.arr(x, rows * cols, np.float32).astype(np.float64).reshape(rows, cols) + \
+            self.arr(bias, cols, np.float32).astype(np.float64)
+        want = ref.gelu_erf(v).ravel()
+        got = self.arr(out, rows * cols, np.float32).astype(np.float64)
+        wrong = ~(np.abs(got - want) <= atol + rtol * np.abs(want))
+        counters = self.arr(bad, 1, np.uint64)
+        counters[0] += np.uint64(wrong.sum())
+        if wrong.any():
+            self.arr(first, 1, np.uint64)[0] = min(int(self.arr(first, 1, np.uint64)[0]), int(np.argmax(wrong)))
 
     def _k_fillUniform(self, k, grid, block, out, n, seed, lo, hi):
         rng = np.random.default_rng(seed)

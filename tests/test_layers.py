@@ -15,7 +15,7 @@ LAYERS = [
      "grader.program_tokens", "grader.procs", "grader.prelude"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass"],
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
     ["grader.predefined"],
