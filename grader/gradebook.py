@@ -40,7 +40,7 @@ MAX_DETAILS_CHARS = 4000
 """Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
 RESULTS_GLOB = "results*.jsonl"
 """Results files in an output folder: results.jsonl and each shard's results.shard-K-of-N.jsonl."""
-CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason")
+CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason", "clocks")
 SCORES_COLUMNS = ("Email", "Score", "id", "verdict")
 """scores.csv, for Gradescope's score import: the email (the id when it is an email address), the score out of
 10 (grader.gradescope.POINTS_*; empty when not graded), the batch's id and verdict."""
@@ -87,6 +87,7 @@ class BatchResult(ReportModel):
     device: str | None = None
     floor_gbs: float | None = None
     floor_version: str | None = None
+    clocks: str = ""
     phases: dict[str, float] = {}
     grader_version: str = ""
     finished: str = ""
@@ -106,6 +107,7 @@ def make_result(*, id: str, path: str, key: str, sha256: str | None, report: Gra
         error=_error_text(report), stage=report.stage, details=details,
         fraction=report.fraction, flags=flags, notes=notes, gpu=report.gpu.name if report.gpu else None, device=device,
         floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
+        clocks=report.clocks.summary() if report.clocks is not None else "",
         grader_version=grader_version, finished=_utc_now(),
         report=report,
     )
@@ -279,8 +281,9 @@ def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def gradebook_csv(rows: list[BatchResult]) -> str:
-    """The CSV text: header id, verdict, fraction, flags, error, reason; fraction with 3 decimals (empty
-    when not timed); flags joined with '; '. A cell a spreadsheet would read as a formula (starting with
+    """The CSV text: header id, verdict, fraction, flags, error, reason, clocks (what it was timed at,
+    grader.clocks.Clocks.summary; empty when not timed); fraction with 3 decimals (empty when not timed); flags
+    joined with '; '. A cell a spreadsheet would read as a formula (starting with
     = + - @ or a control character) gets a leading apostrophe."""
     import io
 
@@ -289,7 +292,8 @@ def gradebook_csv(rows: list[BatchResult]) -> str:
     w.writerow(CSV_COLUMNS)
     for r in rows:
         frac = "" if r.fraction is None else f"{r.fraction:.3f}"
-        w.writerow([_cell(r.id), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason)])
+        w.writerow([_cell(r.id), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason),
+                    _cell(r.clocks)])
     return buf.getvalue()
 
 
@@ -345,6 +349,26 @@ def identical_groups(rows: list[BatchResult]) -> list[list[str]]:
     return sorted(sorted(group) for group in ids.values() if len(group) > 1)
 
 
+def clocks_lines(rows: list[BatchResult]) -> list[str]:
+    """summary.md's clocks: the SM and memory clocks the rows were timed at (grader.clocks), each with its count
+    of rows, and the rows whose verdict was withheld for their clocks; nothing when no row was timed."""
+    timed = Counter(f"SM {r.report.clocks.sm_mhz} MHz, memory {r.report.clocks.mem_mhz} MHz"
+                    if r.report.clocks.known else "not known (NVML did not answer)"
+                    for r in rows if r.report is not None and r.report.clocks is not None)
+    if not timed:
+        return []
+    held = sum(1 for r in rows if r.report is not None and r.report.clocks is not None and r.report.clocks.note)
+    withheld = sum(1 for r in rows if r.verdict == "busy" and r.report is not None and r.report.clocks is not None
+                   and r.report.clocks.problem)
+    out = ["Timed at: " + "; ".join(f"{markdown_cell(k, 80)} ({n} rows)" for k, n in timed.most_common()) + "."]
+    if held:
+        out.append(f"{held} rows were timed at clocks a setting of the card holds (each report says so).")
+    if withheld:
+        out.append(f"{withheld} rows were not graded because the clocks moved or the card slowed while timing "
+                   "(busy: run the batch again).")
+    return out + [""]
+
+
 def summary_markdown(book: Gradebook) -> str:
     """The markdown summary: counts per verdict, a histogram of fractions, the copy floor and card(s), a
     table of the rows that need a look (errors, fails, borderline, flags), and the groups of ids that handed
@@ -381,6 +405,7 @@ def summary_markdown(book: Gradebook) -> str:
     out.append("")
     out.append(f"Card: {', '.join(book.cards) if book.cards else 'none (no GPU: static checks only)'}.")
     out.append("")
+    out.extend(clocks_lines(rows))
     missing = {kind: sum(kind in r.notes for r in rows) for kind in NOTE_KINDS}
     if any(missing.values()):
         out.append(f"Notes: {missing['row-missing']} submissions gave no part-3 table row and "
