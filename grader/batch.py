@@ -41,8 +41,15 @@ students who hand in the same bytes get a row each. A rerun of the same command 
 whenever a GPU is visible; a busy row (the GPU was shared while timing) always.
 
 Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md, OUT/scores.csv (scores
-out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`). --format gradescope (one
-submission) also writes OUT/results.json for Gradescope.
+out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`), OUT/reports/ (one text
+and one JSON report per student, each written as its row lands: grader.feedback) and OUT/index.html (the class
+page: grader.classpage); `grade merge` writes the same. --format gradescope (one submission) also writes
+OUT/results.json for Gradescope.
+
+Gradescope's export: a PATH folder holding submission_metadata.yml (grader.gradescope_export) names the
+submitters of its `submission_NNN/` folders (read_exports): ids stay the folders' names; the names, emails and
+sids go into the rows, scores.csv (one line per submitter), the reports and the page. A metadata file that
+cannot be read is a usage error (exit 2) before anything is graded.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)

@@ -359,7 +359,8 @@ def table_rows(book: Gradebook) -> str:
         claim, dram = claimed(r), dram_per_elem(r)
         stage = r.stage if r.stage and r.stage != "grade" else ""
         cells = [
-            f'<td class="id" title="{_t(r.id)}" data-sort="{_t(r.id)}"><a class="report" href="{escape(href)}">{_t(r.id, 60)}</a> '
+            f'<td class="id" title="{_t(r.id)}" data-sort="{_t(r.id)}">'
+            f'<a class="report" href="{escape(href)}">{_t(r.id, 60)}</a> '
             f'<a class="json" href="{escape(json_href)}" aria-label="JSON report of {_t(r.id, 60)}">json</a></td>',
             f'<td class="people">{_t(_people(r), 200)}</td>',
             f'<td data-sort="{VERDICT_RANK.get(r.verdict, 99)}"><span class="v v-{escape(r.verdict)}">'

@@ -4,8 +4,9 @@ gradescope`) and the score out of 10 a report earns (the batch's scores CSV uses
 Format: Gradescope's autograder specification ("Output format": score, execution_time in seconds, output, tests
 with name, score, max_score, status, output, visibility; and "Leaderboards": a top-level `leaderboard` list of
 {name, value, order}). The leaderboard holds the fraction of the copy floor of a correct, timed kernel (higher
-ranks higher); execution_time is the grading's wall time where the caller measured it. A report that grades nothing (no GPU, a busy GPU, the grader's own
-failure) is "not graded" with no points, never a zero presented as the student's.
+ranks higher); execution_time is the grading's wall time where the caller measured it. A report that grades
+nothing (no GPU, a busy GPU, the grader's own failure) is "not graded" with no points, never a zero presented as
+the student's.
 """
 
 from __future__ import annotations
