@@ -476,7 +476,8 @@ def batch_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
                    "per student holding one .cu), or .cu files")
-    p.add_argument("--out", default="results", help="folder for results.jsonl and the gradebook (default: results)")
+    p.add_argument("--out", default="results", help="folder for results.jsonl, the gradebook, reports/ and index.html "
+                   "(default: results)")
     p.add_argument("--compile-limit", type=float, default=DEFAULT_COMPILE_LIMIT, metavar="S",
                    help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
     p.add_argument("--run-limit", type=float, default=DEFAULT_RUN_LIMIT, metavar="S",
@@ -515,7 +516,8 @@ def merge_parser() -> argparse.ArgumentParser:
                                                                     "missing, or no result rows to merge"),
                                                        EXIT_INTERRUPTED),
                                 formatter_class=HelpFormatter)
-    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md and scores.csv")
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md, scores.csv, "
+                   "reports/ and index.html")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return p

@@ -471,7 +471,8 @@ def summary_markdown(book: Gradebook) -> str:
         out.append(tabulate(table, headers=["id", "verdict", "stage", "why", "reason"], tablefmt="github"))
     else:
         out.append("Nothing: no error of the input or the grader, no busy row, no flag.")
-    own = sum(1 for r in rows if r.verdict in ("fail", "error") and r not in [x for x, _ in look])
+    listed = {r.id for r, _ in look}
+    own = sum(1 for r in rows if r.verdict in ("fail", "error") and r.id not in listed)
     if own:
         out.append("")
         out.append(f"Not listed: {own} fails and errors of the students' own code (wrong output, too slow, compile "

@@ -72,13 +72,13 @@ class Plot:
         self.marks: list[str] = []
 
     def px(self, x: float) -> float:
-        """The SVG x coordinate of data value x (clamped to the plot area)."""
-        x = min(max(x, self.x0), self.x1)
+        """The SVG x coordinate of data value x (clamped to the plot area; NaN at its left edge)."""
+        x = self.x0 if math.isnan(x) else min(max(x, self.x0), self.x1)
         return round(self.left + (x - self.x0) / (self.x1 - self.x0) * (self.width - self.left - self.right), 2)
 
     def py(self, y: float) -> float:
-        """The SVG y coordinate of data value y (clamped to the plot area; up is larger)."""
-        y = min(max(y, self.y0), self.y1)
+        """The SVG y coordinate of data value y (clamped to the plot area, NaN at its bottom; up is larger)."""
+        y = self.y0 if math.isnan(y) else min(max(y, self.y0), self.y1)
         return round(self.height - self.bottom - (y - self.y0) / (self.y1 - self.y0)
                      * (self.height - self.top - self.bottom), 2)
 

@@ -126,3 +126,4 @@ def test_nice_ticks_and_escaping():
     svg = plot.render()
     assert "<script>" not in svg and "</svg>" not in svg[:-6] and svg.endswith("</svg>")
     assert plot.px(0) == plot.left and plot.py(0) == plot.height - plot.bottom and plot.px(5) == plot.px(1)
+    assert plot.px(float("nan")) == plot.left and plot.py(float("inf")) == plot.py(1)  # never "nan" in an attribute
