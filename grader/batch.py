@@ -41,8 +41,15 @@ students who hand in the same bytes get a row each. A rerun of the same command 
 whenever a GPU is visible; a busy row (the GPU was shared while timing) always.
 
 Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md, OUT/scores.csv (scores
-out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`). --format gradescope (one
-submission) also writes OUT/results.json for Gradescope.
+out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`), OUT/reports/ (one text
+and one JSON report per student, each written as its row lands: grader.feedback) and OUT/index.html (the class
+page: grader.classpage); `grade merge` writes the same. --format gradescope (one submission) also writes
+OUT/results.json for Gradescope.
+
+Gradescope's export: a PATH folder holding submission_metadata.yml (grader.gradescope_export) names the
+submitters of its `submission_NNN/` folders (read_exports): ids stay the folders' names; the names, emails and
+sids go into the rows, scores.csv (one line per submitter), the reports and the page. A metadata file that
+cannot be read is a usage error (exit 2) before anything is graded.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
@@ -69,15 +76,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grader
 from grader import gradebook as gb
 from grader import sandbox
-from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, Interrupted, Stage,
-                           WorkerStartError, exit_codes_help)
+from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
+                           Interrupted, Stage, WorkerStartError, exit_codes_help)
+from grader.classpage import write_page
+from grader.feedback import REPORTS_DIR, write_report
 from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+from grader.gradescope_export import METADATA_NAME, Submitter, read_metadata
 from grader.options import HelpFormatter, arch_type, seed_type
 from grader.pool import Progress, Slot, child_env, item_error, run_jobs
 from grader.report import GradeReport
@@ -123,6 +133,8 @@ class Item:
     problem: str | None = None
     key: str = ""
     stray: bool = False
+    submitters: list[Submitter] = field(default_factory=list)
+    submitted_at: str = ""
 
 
 def discover(paths: list[str]) -> list[Item]:
@@ -238,6 +250,32 @@ def unique_ids(items: list[Item]) -> None:
             it.id = f"{it.id}~{n}"
             taken.add(it.id)
         seen.add(it.id)
+
+
+def read_exports(paths: list[str], items: list[Item]) -> dict[str, dict[str, int]]:
+    """Name the submitters of the items found in each folder of `paths` that is a Gradescope export (holds
+    METADATA_NAME: grader.gradescope_export), in place: an item whose path is one of the export's submission
+    folders gets its submitters and submitted_at (ids stay the folders' names). Returns, per export folder (as
+    shown), the counts of its entries, of the items it named and of their submitters. Raises InputError when a
+    metadata file cannot be read (grader.gradescope_export.read_metadata)."""
+    found: dict[str, dict[str, int]] = {}
+    for raw in paths:
+        p = Path(raw)
+        if p.is_symlink() or not p.is_dir():
+            continue
+        entries = read_metadata(p)
+        if entries is None:
+            continue
+        root = "" if str(p) == "." else _shown(p) + os.sep  # paths are escaped char by char: prefixes still match
+        named = []
+        for it in items:
+            entry = entries.get(it.path[len(root):].split(os.sep)[0]) if it.path.startswith(root) else None
+            if entry is not None:
+                it.submitters, it.submitted_at = list(entry.submitters), entry.created_at
+                named.append(it)
+        found[_shown(p)] = {"entries": len(entries), "named": len(named),
+                            "submitters": sum(len(it.submitters) for it in named)}
+    return found
 
 
 def _unreadable(shown: str | Path, err: OSError) -> str:
@@ -438,7 +476,8 @@ def batch_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
                    "per student holding one .cu), or .cu files")
-    p.add_argument("--out", default="results", help="folder for results.jsonl and the gradebook (default: results)")
+    p.add_argument("--out", default="results", help="folder for results.jsonl, the gradebook, reports/ and index.html "
+                   "(default: results)")
     p.add_argument("--compile-limit", type=float, default=DEFAULT_COMPILE_LIMIT, metavar="S",
                    help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
     p.add_argument("--run-limit", type=float, default=DEFAULT_RUN_LIMIT, metavar="S",
@@ -477,7 +516,8 @@ def merge_parser() -> argparse.ArgumentParser:
                                                                     "missing, or no result rows to merge"),
                                                        EXIT_INTERRUPTED),
                                 formatter_class=HelpFormatter)
-    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md and scores.csv")
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md, scores.csv, "
+                   "reports/ and index.html")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return p
@@ -519,6 +559,10 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not items:
         return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
     try:
+        exports = read_exports(args.paths, items)
+    except InputError as err:
+        return _usage(f"{err}; fix it, or move {METADATA_NAME} out of the folder to grade without names")
+    try:
         plan = plan_gpus(args.gpus, args.workers)
     except ValueError as err:
         return _usage(str(err))
@@ -550,14 +594,17 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             or (args.retry_errors and known[it.key].verdict == "error")
             or (plan.names and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
     todo_keys = {it.key for it in todo}
-    results: dict[str, gb.BatchResult] = {it.key: known[it.key] for it in items
-                                          if it.key in known and it.key not in todo_keys}
+    results: dict[str, gb.BatchResult] = {  # a row kept, with the submitters the export names now
+        it.key: known[it.key].model_copy(update={"submitters": it.submitters, "submitted_at": it.submitted_at})
+        for it in items if it.key in known and it.key not in todo_keys}
     progress = Progress(len(items), len(results), len(plan.entries), args.quiet)
 
     def record(item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
         row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
-                             grader_version=grader.__version__, device=entry, phases=phases)
-        results[item.key] = store.append(row)  # as written: escaped, as a rerun or `grade merge` reads it
+                             grader_version=grader.__version__, device=entry, phases=phases,
+                             submitters=item.submitters, submitted_at=item.submitted_at)
+        results[item.key] = row = store.append(row)  # as written: escaped, as a rerun or `grade merge` reads it
+        write_report(out, row.id, row.report, row.submitters, row.submitted_at)  # ready to send back at once
 
     if args.limit is not None:
         todo = todo[: args.limit]
@@ -608,11 +655,13 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard, "compile_limit":
                                                          args.compile_limit, "run_limit": args.run_limit,
                                                          "memory_limit_gib": args.memory_limit,
-                                                         "sandbox": box.describe()})
-    paths = gb.write_outputs(book, out, suffix)
+                                                         "sandbox": box.describe(),
+                                                         **({"gradescope_export": exports} if exports else {})})
+    paths = write_class_outputs(book, out, suffix)
     if args.format == "gradescope" and rows and rows[0].report:
         paths["gradescope"] = out / "results.json"
-        gb.write_json(paths["gradescope"], gradescope_results(rows[0].report))
+        wall = rows[0].phases.get("wall", rows[0].phases.get("total"))
+        gb.write_json(paths["gradescope"], gradescope_results(rows[0].report, execution_time=wall))
     if not args.quiet:
         _print_summary(book, paths, plan, complete, len(items) - len(rows))
     if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
@@ -644,13 +693,27 @@ def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None =
     versions = sorted({r.grader_version for r in merged})
     book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
                                                             "unreadable_lines": bad})
-    paths = gb.write_outputs(book, Path(args.out))
+    paths = write_class_outputs(book, Path(args.out))
     if not args.quiet:
         print(f"merged {len(merged)} submissions from {len(files)} file(s)"
               + (f"; {bad} unreadable line(s) skipped" if bad else ""))
         for kind, path in paths.items():
             print(f"  {kind}: {path}")
     return EXIT_PASS
+
+
+def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict[str, Path]:
+    """Everything a batch or merge writes from its gradebook into `out`: the gradebook files
+    (grader.gradebook.write_outputs, each name with `suffix`), every row's report (grader.feedback:
+    out/reports/, shared by the shards) and the class page (grader.classpage: index{suffix}.html). Returns
+    {kind: path} (kind "reports" is the folder)."""
+    paths = gb.write_outputs(book, out, suffix)
+    for row in book.rows:
+        if row.report is not None:
+            write_report(out, row.id, row.report, row.submitters, row.submitted_at)
+    paths["reports"] = out / REPORTS_DIR
+    paths["page"] = write_page(book, out / f"index{suffix}.html")
+    return paths
 
 
 def _usage(message: str) -> int:

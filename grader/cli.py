@@ -34,6 +34,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -282,6 +283,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 dog.stage(name)
                 show_stage(name)
 
+            started = time.monotonic()
             report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=on_stage)
     except KeyboardInterrupt:
         print("grade: interrupted (Ctrl-C)", file=sys.stderr)
@@ -307,7 +309,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         report.counters = Counters(unavailable=why_not) if why_not else \
             submission_counters(args.file, report.bench_rows, report.bench_cols, device=args.device)
     if args.format == "gradescope":
-        _emit(json.dumps(gradescope_results(report), indent=2))
+        _emit(json.dumps(gradescope_results(report, execution_time=time.monotonic() - started), indent=2))
     else:
         _emit(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
     return EXIT_BY_VERDICT[report.verdict]

@@ -29,6 +29,8 @@ from tabulate import tabulate
 
 from grader import exercise
 from grader.claims import NOTE_KINDS
+from grader.feedback import report_file
+from grader.gradescope_export import Submitter
 from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
 from grader.gradescope import gradescope_score
@@ -40,16 +42,23 @@ MAX_DETAILS_CHARS = 4000
 """Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
 RESULTS_GLOB = "results*.jsonl"
 """Results files in an output folder: results.jsonl and each shard's results.shard-K-of-N.jsonl."""
-CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason", "clocks")
-SCORES_COLUMNS = ("Email", "Score", "id", "verdict")
-"""scores.csv, for Gradescope's score import: the email (the id when it is an email address), the score out of
-10 (grader.gradescope.POINTS_*; empty when not graded), the batch's id and verdict."""
+CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason", "clocks", "names", "emails", "sids", "report")
+"""gradebook.csv's columns: names, emails and sids are a Gradescope export's submitters ('; ' between the members
+of a group), report the student's text report (grader.feedback)."""
+SCORES_COLUMNS = ("Email", "Score", "id", "verdict", "Name", "SID")
+"""scores.csv, for Gradescope's score import: the email (a Gradescope export's submitter's, else the id when it is
+an email address), the score out of 10 (grader.gradescope.POINTS_*; empty when not graded), the batch's id and
+verdict, the submitter's name and sid. A group submission has one line per submitter."""
 CSV_ENCODING = "utf-8-sig"
 """UTF-8 with a byte order mark: spreadsheets read the file as UTF-8 (names such as Zoë or 李) instead of the
 system's legacy code page."""
-HISTOGRAM_BINS = sorted({i / 10 for i in range(0, 11)} | {exercise.SILVER, exercise.GOLD}) + [math.inf]
-"""Fraction histogram edges: 0.0-0.1, ..., 0.7-0.75, 0.75-0.8, 0.8-0.9, 0.9-1.0, then 1.0 and above: the grade
-thresholds (silver 0.75, gold 0.90) are edges, so no bin mixes two verdicts."""
+BIN_WIDTH = 0.05
+"""Width of the fraction histogram's bins (summary.md, the class page): 0.00-0.05, ..., 0.95-1.00, then one bin
+for 1.00 and above. The grade thresholds (silver 0.75, gold 0.90) are edges, so no bin mixes two verdicts."""
+BINS = round(1 / BIN_WIDTH)
+LOOK_STAGES = ("input", "setup", "grader", "install")
+"""Error stages that summary.md's "To look at" lists: the input could not be read, or the grader failed (not the
+student's code)."""
 
 
 class BatchResult(ReportModel):
@@ -88,6 +97,8 @@ class BatchResult(ReportModel):
     floor_gbs: float | None = None
     floor_version: str | None = None
     clocks: str = ""
+    submitters: list[Submitter] = []
+    submitted_at: str = ""
     phases: dict[str, float] = {}
     grader_version: str = ""
     finished: str = ""
@@ -95,8 +106,10 @@ class BatchResult(ReportModel):
 
 
 def make_result(*, id: str, path: str, key: str, sha256: str | None, report: GradeReport,
-                grader_version: str, device: str | None = None, phases: dict[str, float] | None = None) -> BatchResult:
-    """The row for one submission from its GradeReport (real, or built by the batch for a stopped process)."""
+                grader_version: str, device: str | None = None, phases: dict[str, float] | None = None,
+                submitters: list[Submitter] | None = None, submitted_at: str = "") -> BatchResult:
+    """The row for one submission from its GradeReport (real, or built by the batch for a stopped process);
+    submitters and submitted_at from a Gradescope export (grader.gradescope_export), when there is one."""
     flags = [f.kind for f in report.flags if f.kind not in NOTE_KINDS] + (["borderline"] if report.borderline else [])
     notes = [f.kind for f in report.flags if f.kind in NOTE_KINDS]
     details = report.details
@@ -108,6 +121,7 @@ def make_result(*, id: str, path: str, key: str, sha256: str | None, report: Gra
         fraction=report.fraction, flags=flags, notes=notes, gpu=report.gpu.name if report.gpu else None, device=device,
         floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
         clocks=report.clocks.summary() if report.clocks is not None else "",
+        submitters=submitters or [], submitted_at=submitted_at,
         grader_version=grader_version, finished=_utc_now(),
         report=report,
     )
@@ -215,8 +229,9 @@ def latest_by_id(rows: list[BatchResult]) -> dict[str, BatchResult]:
 
 
 class Gradebook(ReportModel):
-    """The JSON gradebook: when and how the batch ran, counts per verdict, the copy floor(s) measured, and
-    every row (with its full GradeReport)."""
+    """The JSON gradebook: when and how the batch ran, counts per verdict, the copy floor(s) measured, every
+    row (with its full GradeReport), and `reports`: each id's text report, relative to the output folder
+    (grader.feedback.report_file; its JSON beside it)."""
 
     schema_version: int = RESULT_SCHEMA_VERSION
     created: str
@@ -228,6 +243,7 @@ class Gradebook(ReportModel):
     floor_gbs_min: float | None = None
     floor_gbs_max: float | None = None
     rows: list[BatchResult]
+    reports: dict[str, str] = {}
 
 
 def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict[str, object]) -> Gradebook:
@@ -243,6 +259,7 @@ def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict
         floor_gbs_min=min(floors) if floors else None,
         floor_gbs_max=max(floors) if floors else None,
         rows=rows,
+        reports={r.id: report_file(r.id) for r in rows},
     )
 
 
@@ -281,9 +298,10 @@ def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def gradebook_csv(rows: list[BatchResult]) -> str:
-    """The CSV text: header id, verdict, fraction, flags, error, reason, clocks (what it was timed at,
-    grader.clocks.Clocks.summary; empty when not timed); fraction with 3 decimals (empty when not timed); flags
-    joined with '; '. A cell a spreadsheet would read as a formula (starting with
+    """The CSV text: header CSV_COLUMNS: id, verdict, fraction, flags, error, reason, clocks (what it was timed
+    at, grader.clocks.Clocks.summary; empty when not timed), the submitters' names, emails and sids, and the
+    text report's path; fraction with 3 decimals (empty when not timed); flags and submitters joined with '; '.
+    A cell a spreadsheet would read as a formula (starting with
     = + - @ or a control character) gets a leading apostrophe."""
     import io
 
@@ -292,15 +310,19 @@ def gradebook_csv(rows: list[BatchResult]) -> str:
     w.writerow(CSV_COLUMNS)
     for r in rows:
         frac = "" if r.fraction is None else f"{r.fraction:.3f}"
+        people = r.submitters
         w.writerow([_cell(r.id), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason),
-                    _cell(r.clocks)])
+                    _cell(r.clocks), _cell("; ".join(s.name for s in people)),
+                    _cell("; ".join(s.email for s in people)), _cell("; ".join(s.sid for s in people)),
+                    _cell(report_file(r.id))])
     return buf.getvalue()
 
 
 def scores_csv(rows: list[BatchResult]) -> str:
-    """The CSV text of scores.csv (SCORES_COLUMNS), for Gradescope's score import: one line per row, the
-    score out of 10 as Gradescope's results.json would give it, empty for a row that was not graded (no GPU,
-    the grader's own failure)."""
+    """The CSV text of scores.csv (SCORES_COLUMNS), for Gradescope's score import: one line per submitter of a
+    row from a Gradescope export (a group gets one each), one line per row otherwise; the score out of 10 as
+    Gradescope's results.json would give it, empty for a row that was not graded (no GPU, the grader's own
+    failure)."""
     import io
 
     buf = io.StringIO()
@@ -308,8 +330,10 @@ def scores_csv(rows: list[BatchResult]) -> str:
     w.writerow(SCORES_COLUMNS)
     for r in rows:
         score = gradescope_score(r.report) if r.report else None
-        email = r.id if _EMAIL.fullmatch(r.id) else ""
-        w.writerow([_cell(email), "" if score is None else f"{score:g}", _cell(r.id), r.verdict])
+        shown = "" if score is None else f"{score:g}"
+        people = r.submitters or [Submitter(email=r.id if _EMAIL.fullmatch(r.id) else "")]
+        for s in people:
+            w.writerow([_cell(s.email), shown, _cell(r.id), r.verdict, _cell(s.name), _cell(s.sid)])
     return buf.getvalue()
 
 
@@ -320,23 +344,49 @@ def _cell(text: str) -> str:
 _EMAIL = re.compile(r"[^@\s,;\"'<>]+@[^@\s,;\"'<>]+\.[A-Za-z]{2,}")
 
 
-def histogram(fractions: list[float], width: int = 40) -> str:
-    """A text histogram of fractions in HISTOGRAM_BINS, one line per bin: range, count and a bar of '#'
-    (scaled so the fullest bin is `width` wide)."""
-    counts = [0] * (len(HISTOGRAM_BINS) - 1)
+def fraction_bins(fractions: list[float]) -> list[int]:
+    """Counts of `fractions` in BINS equal bins of BIN_WIDTH from 0 to 1, then one count for 1.0 and above
+    (BINS + 1 counts; non-finite and negative values are left out)."""
+    counts = [0] * (BINS + 1)
     for f in fractions:
-        for i in range(len(counts)):
-            if HISTOGRAM_BINS[i] <= f < HISTOGRAM_BINS[i + 1]:
-                counts[i] += 1
-                break
-    top = max(counts) if counts and max(counts) else 1
+        if math.isfinite(f) and f >= 0:
+            counts[min(BINS, math.floor(f / BIN_WIDTH + 1e-9))] += 1
+    return counts
+
+
+def histogram(fractions: list[float], width: int = 40) -> str:
+    """A text histogram of fractions (fraction_bins), one line per bin: range, count and a bar of '#' (scaled so
+    the fullest bin is `width` wide), with a line marking each grade threshold where its verdict begins."""
+    counts = fraction_bins(fractions)
+    top = max(counts) or 1
+    marks = {round(exercise.SILVER / BIN_WIDTH): f"silver from {exercise.SILVER:.2f}",
+             round(exercise.GOLD / BIN_WIDTH): f"gold from {exercise.GOLD:.2f}"}
     lines = []
     for i, n in enumerate(counts):
-        lo, hi = HISTOGRAM_BINS[i], HISTOGRAM_BINS[i + 1]
-        label = f"{lo:.2f} - {hi:.2f}" if hi != math.inf else f"{lo:.2f} +     "
+        if i in marks:
+            lines.append(f"------------ {marks[i]} ------------")
+        label = f"{i * BIN_WIDTH:.2f} - {(i + 1) * BIN_WIDTH:.2f}" if i < BINS else f"{1:.2f} +     "
         bar = "#" * (round(n * width / top) if n else 0)
-        lines.append(f"{label} | {n:4d} {bar}")
+        lines.append(f"{label} | {n:4d} {bar}".rstrip())
     return "\n".join(lines)
+
+
+def to_look_at(rows: list[BatchResult]) -> list[tuple[BatchResult, str]]:
+    """The rows summary.md asks the instructor to look at, each with why: an error of the input or of the grader
+    (LOOK_STAGES), a busy row (not graded: run again), a row with flags (borderline included). A plain fail or an
+    error of the student's own code is not listed: its report says why."""
+    out = []
+    for r in rows:
+        why = []
+        if r.verdict == "error" and r.stage in LOOK_STAGES:
+            why.append("the grader failed" if r.stage in ("grader", "install", "setup") else "input")
+        if r.verdict == "busy":
+            why.append("busy: not graded, run again")
+        if r.flags:
+            why.append("flags: " + ", ".join(r.flags))
+        if why:
+            out.append((r, "; ".join(why)))
+    return out
 
 
 def identical_groups(rows: list[BatchResult]) -> list[list[str]]:
@@ -370,8 +420,9 @@ def clocks_lines(rows: list[BatchResult]) -> list[str]:
 
 
 def summary_markdown(book: Gradebook) -> str:
-    """The markdown summary: counts per verdict, a histogram of fractions, the copy floor and card(s), a
-    table of the rows that need a look (errors, fails, borderline, flags), and the groups of ids that handed
+    """The markdown summary: counts per verdict, a histogram of fractions (equal bins, the thresholds marked), the
+    copy floor and card(s), the rows that need a look (to_look_at: errors of the input or the grader, busy rows,
+    flags and borderline), and the groups of ids that handed
     in byte-identical files (identical_groups: for the instructor to look at, no verdict changed)."""
     rows = book.rows
     out = ["# Batch grading summary", ""]
@@ -411,14 +462,22 @@ def summary_markdown(book: Gradebook) -> str:
         out.append(f"Notes: {missing['row-missing']} submissions gave no part-3 table row and "
                    f"{missing['claim-missing']} no sentence about the copy floor (each report tells its student).")
         out.append("")
-    look = [r for r in rows if r.verdict in ("error", "fail") or r.flags]
+    look = to_look_at(rows)
+    out.append("## To look at")
+    out.append("")
     if look:
-        out.append("## To look at")
+        table = [[markdown_cell(r.id, 40), r.verdict, markdown_cell(r.stage or ""), markdown_cell(why, 60),
+                  markdown_cell(r.reason, 160)] for r, why in look]
+        out.append(tabulate(table, headers=["id", "verdict", "stage", "why", "reason"], tablefmt="github"))
+    else:
+        out.append("Nothing: no error of the input or the grader, no busy row, no flag.")
+    listed = {r.id for r, _ in look}
+    own = sum(1 for r in rows if r.verdict in ("fail", "error") and r.id not in listed)
+    if own:
         out.append("")
-        table = [[markdown_cell(r.id, 40), r.verdict, markdown_cell(r.stage or ""),
-                  markdown_cell(", ".join(r.flags), 40), markdown_cell(r.reason, 160)] for r in look]
-        out.append(tabulate(table, headers=["id", "verdict", "stage", "flags", "reason"], tablefmt="github"))
-        out.append("")
+        out.append(f"Not listed: {own} fails and errors of the students' own code (wrong output, too slow, compile "
+                   "or launch errors); each report says why (reports/, index.html).")
+    out.append("")
     out.append("## Identical files")
     out.append("")
     groups = identical_groups(rows)

@@ -1,12 +1,17 @@
 """Gradescope's results.json for one submission (`grade FILE --format gradescope`, `grade batch --format
 gradescope`) and the score out of 10 a report earns (the batch's scores CSV uses it).
 
-Format: Gradescope's autograder specification ("Output format": score, output, tests with name, score,
-max_score, status, output, visibility). A report that grades nothing (no GPU, a busy GPU, the grader's own
-failure) is "not graded" with no points, never a zero presented as the student's.
+Format: Gradescope's autograder specification ("Output format": score, execution_time in seconds, output, tests
+with name, score, max_score, status, output, visibility; and "Leaderboards": a top-level `leaderboard` list of
+{name, value, order}). The leaderboard holds the fraction of the copy floor of a correct, timed kernel (higher
+ranks higher); execution_time is the grading's wall time where the caller measured it. A report that grades
+nothing (no GPU, a busy GPU, the grader's own failure) is "not graded" with no points, never a zero presented as
+the student's.
 """
 
 from __future__ import annotations
+
+import math
 
 from grader import exercise
 from grader.errors import NOT_GRADED, Stage
@@ -20,6 +25,7 @@ speed: gold 5, silver 3, a correct but slow kernel 0."""
 
 
 NOT_GRADED_NO_GPU = "not graded: this autograder has no GPU"
+LEADERBOARD_NAME = "Fraction of the copy floor"
 
 
 def is_graded(report: GradeReport) -> bool:
@@ -30,14 +36,27 @@ def is_graded(report: GradeReport) -> bool:
 
 def gradescope_score(report: GradeReport) -> float | None:
     """The score out of 10 that gradescope_results gives `report`; None when it is not graded (is_graded)."""
-    return gradescope_results(report)["score"] if is_graded(report) else None
+    return _results(report)["score"] if is_graded(report) else None
 
 
-def gradescope_results(report: GradeReport) -> dict:
+def gradescope_results(report: GradeReport, execution_time: float | None = None) -> dict:
     """Gradescope's results.json for one submission: {"score", "output", "tests": [...]}, each test {"name",
-    "score", "max_score", "status": "passed"|"failed", "output"}. Scores are out of 10 (see POINTS_*).
+    "score", "max_score", "status": "passed"|"failed", "output"}, plus "execution_time" (seconds, 2 decimals)
+    when `execution_time` is given, and "leaderboard" ([{"name": LEADERBOARD_NAME, "value": the fraction to 3
+    decimals, "order": "desc"}]) for a correct kernel that was timed. Scores are out of 10 (see POINTS_*).
     Outputs hold the grader's own messages only. A report that grades nothing (no GPU, the grader's own
-    failure) gives gradescope_not_graded's results: "not graded", and no points."""
+    failure) gives gradescope_not_graded's results: "not graded", and no points (and no leaderboard)."""
+    results = _results(report)
+    if execution_time is not None and math.isfinite(execution_time):
+        results["execution_time"] = round(max(0.0, execution_time), 2)
+    if is_graded(report) and report.stage == Stage.GRADE and report.fraction is not None \
+            and math.isfinite(report.fraction):
+        results["leaderboard"] = [{"name": LEADERBOARD_NAME, "value": round(report.fraction, 3), "order": "desc"}]
+    return results
+
+
+def _results(report: GradeReport) -> dict:
+    """gradescope_results without execution_time and leaderboard."""
     if report.verdict == "no-gpu":
         return gradescope_not_graded(
             f"{NOT_GRADED_NO_GPU}: correctness and speed need one, so no score is given here. What did run: "

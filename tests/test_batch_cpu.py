@@ -100,6 +100,8 @@ def test_examples_grade_to_no_gpu_and_every_output_is_written(tmp_path, no_gpu):
     summary = (out / "summary.md").read_text()
     assert "## Verdicts" in summary and "no GPU" in summary and "## Fraction of the copy floor" in summary
     assert len(jsonl(out / "results.jsonl")) == len(ids)
+    assert sorted(p.stem for p in (out / "reports").glob("*.txt")) == ids  # one report per student
+    assert (out / "index.html").read_text().count('<tr data-verdict="') == len(ids)  # the class page
     assert f"{len(ids)}/{len(ids)}" in r.stderr  # progress lines
     assert "no GPU" in r.stdout and "csv:" in r.stdout
 
@@ -599,11 +601,11 @@ def test_csv_neutralises_formulas_and_terminal_text_is_printable():
 def test_histogram_and_summary():
     rows = [_row(f"s{i}", "gold" if f >= 0.9 else "fail", "x", f) for i, f in enumerate([0.05, 0.55, 0.93, 0.97, 1.2])]
     h = gb.histogram([r.fraction for r in rows])
-    lines = h.splitlines()
-    assert len(lines) == 12 and lines[10].startswith("0.90 - 1.00 |    2") and lines[11].startswith("1.00 +")
+    lines = [ln for ln in h.splitlines() if " | " in ln]
+    assert len(lines) == 21 and lines[19].startswith("0.95 - 1.00 |    1") and lines[20].startswith("1.00 +      |    1")
     book = gb.build_gradebook(rows, "t", {})
     md = gb.summary_markdown(book)
-    assert "| gold      |       3 |" in md and "0.90 - 1.00" in md
+    assert "| gold      |       3 |" in md and "0.90 - 0.95 |    1" in md
 
 
 def test_progress_line_estimates_time_left():
@@ -703,3 +705,20 @@ def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path
     result = json.loads(sent[-1])["report"]
     assert result["verdict"] == "error" and result["stage"] == "grader"
     assert "sandbox is not available: no Landlock (test)" in result["reason"] and "not compiled" in result["reason"]
+
+
+def test_gradescope_results_carry_the_leaderboard_and_execution_time():
+    from grader.gradescope import LEADERBOARD_NAME
+
+    gold = GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.951", fraction=0.95123,
+                       compile=CompileSummary(arch="sm_90", registers=20), verification=[_verified(True)])
+    res = gradescope_results(gold, execution_time=2.3456)
+    assert res["leaderboard"] == [{"name": LEADERBOARD_NAME, "value": 0.951, "order": "desc"}]
+    assert res["execution_time"] == 2.35 and res["score"] == 10.0
+    assert "execution_time" not in gradescope_results(gold)
+    wrong = GradeReport(file="s.cu", verdict="fail", stage="verify", reason="wrong", verification=[_verified(False)],
+                        compile=CompileSummary(arch="sm_90", registers=20))
+    busy = GradeReport(file="s.cu", verdict="busy", stage="time", reason="busy", fraction=None)
+    for report in (wrong, busy):  # not timed, or not graded: no place on the leaderboard
+        assert "leaderboard" not in gradescope_results(report, execution_time=1.0)
+    assert gradescope_results(busy, execution_time=1.0)["execution_time"] == 1.0

@@ -81,6 +81,7 @@ def test_gradescope_format(capsys):
     results = json.loads(capsys.readouterr().out)
     assert results["score"] == 0 and results["tests"][0]["status"] == "failed"
     assert "compile_error.cu:6" in results["tests"][0]["output"]
+    assert results["execution_time"] >= 0 and "leaderboard" not in results  # timed by grade, never ranked
 
 
 def test_gradescope_refusal_for_unreadable_input(capsys):

@@ -248,5 +248,5 @@ def test_the_gradebook_names_the_clocks_its_rows_were_timed_at(tmp_path):
     assert "1 rows were timed at clocks a setting of the card holds" in summary
     assert "1 rows were not graded because the clocks moved" in summary
     csv_text = paths["csv"].read_text(encoding="utf-8-sig")
-    assert csv_text.splitlines()[0].endswith(",clocks") and "SM 1980 MHz, memory 3201 MHz (steady" in csv_text
+    assert ",reason,clocks," in csv_text.splitlines()[0] and "SM 1980 MHz, memory 3201 MHz (steady" in csv_text
     assert json.loads(paths["json"].read_text())["rows"][0]["clocks"].startswith("SM 1980 MHz")

@@ -12,10 +12,11 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.directives",
-     "grader.program_tokens", "grader.procs", "grader.prelude"],
+     "grader.program_tokens", "grader.procs", "grader.prelude", "grader.svgplot"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks"],
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks",
+     "grader.gradescope_export"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit"],
     ["grader.predefined"],
@@ -26,9 +27,12 @@ LAYERS = [
     ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
     ["grader.measure", "grader.chain", "grader.report"],
-    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled"],
+    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled",
+     "grader.feedback"],
     # a class: one worker process per submission, the pool of them, the batch command
     ["grader.worker", "grader.gradebook", "grader.pool"],
+    # the class page, from the gradebook
+    ["grader.classpage"],
     ["grader.batch"],
     # the reference kernels' self-check, built on the grader's launch, check and measure layers
     ["reference_kernels.expected"],

@@ -111,13 +111,19 @@ def test_cuda_bindings_is_a_declared_dependency():
     assert any(dep.startswith("cuda-bindings") for dep in project["dependencies"])
 
 
-def test_histogram_bins_split_at_the_grade_thresholds():
-    assert {0.75, 0.9} <= set(gb.HISTOGRAM_BINS)
-    lines = gb.histogram([0.7499, 0.75, 0.8999, 0.9]).splitlines()
+def test_histogram_bins_are_equal_and_split_at_the_grade_thresholds():
+    lines = gb.histogram([0.7499, 0.75, 0.8999, 0.9, 0.1, 1.2]).splitlines()
+    bins = [ln for ln in lines if " | " in ln]
+    assert len(bins) == 21 and bins[0].startswith("0.00 - 0.05 |    0") and bins[-1].startswith("1.00 +")
+    widths = {round(float(ln.split()[2]) - float(ln.split()[0]), 9) for ln in bins[:-1]}
+    assert widths == {gb.BIN_WIDTH}
+    assert lines.index("------------ silver from 0.75 ------------") == lines.index(
+        next(ln for ln in lines if ln.startswith("0.75 - 0.80 |    1"))) - 1
+    assert lines.index("------------ gold from 0.90 ------------") == lines.index(
+        next(ln for ln in lines if ln.startswith("0.90 - 0.95 |    1"))) - 1
     assert any(ln.startswith("0.70 - 0.75 |    1") for ln in lines)
-    assert any(ln.startswith("0.75 - 0.80 |    1") for ln in lines)
-    assert any(ln.startswith("0.80 - 0.90 |    1") for ln in lines)
-    assert any(ln.startswith("0.90 - 1.00 |    1") for ln in lines)
+    assert any(ln.startswith("0.85 - 0.90 |    1") for ln in lines)
+    assert bins[-1].startswith("1.00 +      |    1")
 
 
 def test_gradebook_csv_opens_in_a_spreadsheet_with_non_ascii_names(tmp_path):

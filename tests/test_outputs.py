@@ -193,8 +193,9 @@ def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with BOM: a spreadsheet reads the names right
     table = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert tuple(table[0]) == gb.SCORES_COLUMNS
-    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold"], ["", "1", "李雷", "fail"],
-                         ["", "", "no_gpu_student", "no-gpu"], ["", "", "'=cmd", "error"]]
+    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold", "", ""],
+                         ["", "1", "李雷", "fail", "", ""], ["", "", "no_gpu_student", "no-gpu", "", ""],
+                         ["", "", "'=cmd", "error", "", ""]]  # Name and SID: from a Gradescope export only
 
 
 # --- benchmarks without a GPU ----------------------------------------------------------------------------
