@@ -53,8 +53,9 @@ class Submission:
 def read_submission(path: str | Path) -> Submission:
     """Read, check and prepare the `.cu` file at `path`.
 
-    Raises InputError (exit 2) for a missing path, a folder, a file not named .cu (a .cpp or .c file), a file
-    that cannot be read (permissions), an empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed
+    Raises InputError (exit 2) for a missing path, a folder, a file not named .cu (a .cpp or .c file), a link
+    to a file outside the link's own folder (never read: an upload may link to the grading machine's files), a
+    file that cannot be read (permissions), an empty, binary, UTF-16, non-UTF-8 or oversized file and a malformed
     `// grade:` block; SubmissionError (stage "source") for a refused include, or a whole program whose kernel
     cannot be separated from its host code (grader.program.extract).
     """
@@ -69,8 +70,12 @@ def read_submission(path: str | Path) -> Submission:
         if p.suffix.lower() != ".cu":
             raise InputError(f"{p}: {_not_cuda(p.suffix.lower())}; give the .cu file that holds your __global__ "
                              "kernel (rename it to .cu if that is where your kernel is)")
-        with p.open("rb") as f:
-            raw = f.read(MAX_SOURCE_BYTES + 1)
+        real = p.resolve(strict=True)
+        if p.is_symlink() and real.parent != p.parent.resolve():
+            # an upload (a zip, a Git repository) may hold a link to a file of the grading machine
+            raise InputError(f"{p}: a link to a file outside its folder; refused without reading it (hand in the "
+                             "file itself)")
+        raw = read_capped(real)
     except OSError as err:
         raise InputError(f"{p}: cannot be read ({err.strerror or err}); check the file's permissions "
                          "(or those of its folders)") from None

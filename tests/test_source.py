@@ -79,3 +79,26 @@ def test_submission_keeps_hash_and_contract(tmp_path):
     assert len(sub.sha256) == 64
     assert sub.contract.block == 128
     assert sub.name == "s.cu"
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "symlink"), reason="no symbolic links here")
+@pytest.mark.parametrize("fmt", ["text", "json", "gradescope"])
+def test_a_link_out_of_its_folder_is_refused_unread_in_every_format(tmp_path, capsys, fmt):
+    from grader.cli import main
+
+    secret = tmp_path / "staff" / "secret.cu"
+    secret.parent.mkdir()
+    secret.write_text("// root:x:0:0 the grading machine's own file\n" + KERNEL)
+    upload = tmp_path / "submission"
+    upload.mkdir()
+    (upload / "kernel.cu").symlink_to(secret)  # what a zip or a Git repository can carry
+    assert main([str(upload / "kernel.cu"), "--format", fmt]) == EXIT_INPUT
+    out = capsys.readouterr()
+    assert "a link to a file outside its folder; refused without reading it" in out.out + out.err
+    assert "root:x" not in out.out + out.err and "staff" not in out.out + out.err
+
+
+def test_a_link_inside_its_folder_is_read(tmp_path):
+    real = write(tmp_path, "v2.cu", KERNEL)
+    (tmp_path / "kernel.cu").symlink_to(real.name)
+    assert read_submission(tmp_path / "kernel.cu").text == KERNEL
