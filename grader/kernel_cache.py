@@ -8,8 +8,10 @@ submission: only text shipped with the grader is cached, so a cache entry never 
 
 Key: sha256 of the source text, the kernel names, the arch, the NVRTC version, the versions of cuda-core and
 cuda-bindings, the grader's version and the text of grader/compile.py (its options). Each entry is one JSON
-file named by its key, holding the key again and the cubin's sha256: an entry whose key or digest does not
-match (a torn or edited file) is ignored and written again. Writers write a private temporary file in the
+file named by its key (ENTRY), holding the key again and the sha256 of everything else it holds (cubin, PTX,
+log, kernels): an entry that is not a regular file, is too large, does not parse, or whose key or digest does
+not match (a torn or edited file) is ignored and written again. Only files named like an entry are read,
+counted or removed. Writers write a private temporary file in the
 same folder and rename it over the entry (atomic on POSIX and Windows), so graders running at once never read
 half a file; the last writer wins with identical content.
 
@@ -27,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -36,6 +39,10 @@ from pathlib import Path
 from grader.compile import Compiled, KernelInfo, PtxParam, compile_kernels
 
 ENV = "BIASGELU_GRADER_CACHE"
+ENTRY = re.compile(r"[0-9a-f]{32}\.json")
+"""An entry's file name: its key. Nothing else in the folder is read, counted or removed."""
+MAX_ENTRY_BYTES = 16 * 2**20
+"""An entry is a cubin and PTX of the grader's own kernels (well under 1 MiB); a larger file is not one."""
 SCHEMA = 1
 """Version of an entry's layout: part of the key, so a new layout never reads an old entry."""
 _memory: dict[str, Compiled] = {}
@@ -47,9 +54,9 @@ def folder() -> Path | None:
     if chosen and chosen.lower() == "off":
         return None
     if chosen:
-        return Path(chosen)
+        return Path(chosen).expanduser().absolute()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "biasgelu-grader"
+    return Path(base).absolute() / "biasgelu-grader"
 
 
 def compiled(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
@@ -70,9 +77,11 @@ def compiled(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
 
 
 def entries() -> list[Path]:
-    """The entry files in the cache folder (none when it is off or missing)."""
+    """The entry files in the cache folder (named like ENTRY; none when it is off or missing)."""
     where = folder()
-    return sorted(where.glob("*.json")) if where and where.is_dir() else []
+    if not where or not where.is_dir():
+        return []
+    return sorted(p for p in where.iterdir() if ENTRY.fullmatch(p.name))
 
 
 def clear() -> int:
@@ -127,27 +136,39 @@ def _trusted(where: Path) -> bool:
 
 
 def _read(path: Path, key: str) -> Compiled | None:
-    """The entry at `path` if it is whole and is the one for `key`; None otherwise (missing, torn, edited)."""
+    """The entry at `path` if it is whole and is the one for `key`; None otherwise (missing, not a regular
+    file, too large, torn, edited: module docstring)."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        cubin = base64.b64decode(doc["cubin"], validate=True)
-        if doc["key"] != key or hashlib.sha256(cubin).hexdigest() != doc["cubin_sha256"]:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            raw = f.read(MAX_ENTRY_BYTES + 1)
+        if len(raw) > MAX_ENTRY_BYTES:
             return None
+        doc = json.loads(raw)
+        cubin = base64.b64decode(doc["cubin"], validate=True)
         c = doc["compiled"]
+        if doc["key"] != key or _digest(c, cubin) != doc["sha256"]:
+            return None
         kernels = {k: KernelInfo(**{**v, "params": tuple(PtxParam(**p) for p in v["params"])})
                    for k, v in c["kernels"].items()}
         return Compiled(arch=c["arch"], cubin=cubin, ptx=c["ptx"], log=c["log"], kernels=kernels,
                         warnings=tuple(c["warnings"]), warnings_dropped=c["warnings_dropped"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except Exception:  # noqa: BLE001 - any entry that does not read back whole is compiled again
         return None
+
+
+def _digest(fields: dict, cubin: bytes) -> str:
+    """sha256 of an entry's content: its fields (PTX, log, kernels, ...) as canonical JSON, then the cubin."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode() + b"\0" + cubin).hexdigest()
 
 
 def _write(where: Path, key: str, c: Compiled) -> None:
     """Write the entry for `key` atomically (module docstring); any OSError leaves the cache as it was."""
-    fields = asdict(c)
-    fields.pop("cubin")
-    doc = {"key": key, "cubin_sha256": hashlib.sha256(c.cubin).hexdigest(),
-           "cubin": base64.b64encode(c.cubin).decode("ascii"), "compiled": fields}
+    fields = json.loads(json.dumps({k: v for k, v in asdict(c).items() if k != "cubin"}))  # as it reads back
+    doc = {"key": key, "sha256": _digest(fields, c.cubin), "cubin": base64.b64encode(c.cubin).decode("ascii"),
+           "compiled": fields}
     tmp = None
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -191,7 +212,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
         return 0
     found = entries()
     size = sum(p.stat().st_size for p in found if p.exists())
-    state = "" if not where.exists() or _trusted(where) else " (not read: another user owns it or others may write it)"
+    if where.exists() and not where.is_dir():
+        state = " (not a folder: nothing is kept; point it at a folder)"
+    elif where.exists() and not _trusted(where):
+        state = " (not read: another user owns it or others may write it)"
+    else:
+        state = ""
     print(f"{where}{state}: {len(found)} entries, {size / 1024:.0f} KiB (`grade cache --clear` empties it; "
           f"{ENV} moves it, or turns it off with off)")
     return 0

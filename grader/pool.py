@@ -41,8 +41,17 @@ WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
 
 def child_env(entry: str | None) -> dict[str, str]:
     """The environment of a child process: this one's, pinned to GPU `entry` (a CUDA_VISIBLE_DEVICES value;
-    None leaves it as it is), with the grader importable."""
+    None leaves it as it is), with the grader importable. The folders every grader on the machine must agree on
+    are passed as this process resolved them: the per-GPU lock folder (grader.contention.LOCK_DIR, which would
+    follow the worker's private TMPDIR: a batch and a `grade FILE` on one GPU then did not take turns) and the
+    kernel cache's (an absolute path: the worker runs in another folder)."""
+    from grader import kernel_cache
+    from grader.contention import LOCK_DIR
+
     env = dict(os.environ)
+    env["GRADER_LOCK_DIR"] = LOCK_DIR
+    cache = kernel_cache.folder()
+    env[kernel_cache.ENV] = str(cache) if cache is not None else "off"
     if entry is not None:
         env["CUDA_VISIBLE_DEVICES"] = entry
     here = str(Path(grader.__file__).resolve().parent.parent)

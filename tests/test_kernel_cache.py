@@ -146,3 +146,40 @@ def test_grade_cache_shows_and_clears(cache, capsys):
     assert f"{folder}: 1 entries" in capsys.readouterr().out
     assert main(["cache", "--clear"]) == 0
     assert "removed 1 entries" in capsys.readouterr().out and kernel_cache.entries() == []
+
+
+def test_only_entries_are_counted_read_and_cleared(cache):
+    folder, compiles = cache
+    (folder / "gradebook.json").write_text("{}")  # a folder shared with other files: they are not ours
+    (folder / "notes.txt").write_text("keep")
+    kernel_cache.compiled(floor_text(), SOURCE, KERNELS, ARCH)
+    assert len(kernel_cache.entries()) == 1 and kernel_cache.clear() == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["gradebook.json", "notes.txt"]
+
+
+@pytest.mark.parametrize("plant", ["fifo", "deep", "kernels as a list", "edited ptx"])
+def test_a_planted_entry_is_never_used_and_never_hangs(cache, plant):
+    folder, compiles = cache
+    good = kernel_cache.compiled(floor_text(), SOURCE, KERNELS, ARCH)
+    (entry,) = kernel_cache.entries()
+    text = entry.read_text()
+    entry.unlink()
+    if plant == "fifo":
+        os.mkfifo(entry)  # opened without blocking, then refused: not a regular file
+    else:
+        entry.write_text({"deep": "[" * 200_000, "kernels as a list": text.replace('"kernels": {', '"kernels": [{', 1),
+                          "edited ptx": text.replace('"ptx": "', '"ptx": "// edited\\n', 1)}[plant])
+    kernel_cache._memory.clear()
+    assert same(kernel_cache.compiled(floor_text(), SOURCE, KERNELS, ARCH), good) and compiles == [SOURCE, SOURCE]
+
+
+def test_workers_get_the_cache_folder_and_the_gpu_lock_folder_as_this_process_resolved_them(tmp_path, monkeypatch):
+    from grader import contention, pool
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(kernel_cache.ENV, "relative/cache")  # the worker runs in a folder of its own
+    env = pool.child_env(None)
+    assert env[kernel_cache.ENV] == str(tmp_path / "relative" / "cache")
+    assert env["GRADER_LOCK_DIR"] == contention.LOCK_DIR  # not the worker's private TMPDIR
+    monkeypatch.setenv(kernel_cache.ENV, "off")
+    assert pool.child_env(None)[kernel_cache.ENV] == "off"
