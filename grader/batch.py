@@ -88,7 +88,7 @@ from grader.classpage import write_page
 from grader.feedback import REPORTS_DIR, write_report
 from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
 from grader.gradescope_export import METADATA_NAME, Submitter, read_metadata
-from grader.options import HelpFormatter, arch_type, seed_type
+from grader.options import HelpFormatter, arch_type, positive_number, positive_seconds, seed_type
 from grader.pool import Progress, Slot, child_env, item_error, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, read_capped, safe_source_name
@@ -137,8 +137,10 @@ class Item:
     submitted_at: str = ""
 
 
-def discover(paths: list[str]) -> list[Item]:
-    """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids).
+def discover(paths: list[str], exclude: Path | None = None) -> list[Item]:
+    """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids). A class
+    folder's entry that is the folder `exclude` (the batch's own --out, kept inside the class folder) is no
+    student.
 
     Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu
     file or that cannot be read, a file that is not a regular file or is over the size cap, a source file or
@@ -149,7 +151,7 @@ def discover(paths: list[str]) -> list[Item]:
     for raw in paths:
         p = Path(raw)
         try:
-            items.extend(_discover_path(p, raw))
+            items.extend(_discover_path(p, raw, exclude.resolve() if exclude is not None else None))
         except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
             items.append(Item(id=_id(p.stem or raw), path=_shown(raw), problem=_unreadable(raw, err)))
     unique_ids(items)
@@ -157,8 +159,10 @@ def discover(paths: list[str]) -> list[Item]:
 
 
 def _shown(path: str | Path) -> str:
-    """A path or name as outputs show it: grader.text.printable without a cut."""
-    return printable(str(path), None)
+    """A path or name as outputs show it: grader.text.printable without a cut, a backslash doubled first, so
+    that the escape of a byte that is not UTF-8 (`caf\\xe9`) differs from a name spelled with a backslash
+    (`caf\\\\xe9`)."""
+    return printable(str(path).replace("\\", "\\\\"), None)
 
 
 def _id(name: str) -> str:
@@ -166,7 +170,7 @@ def _id(name: str) -> str:
     return _shown(name)
 
 
-def _discover_path(p: Path, raw: str) -> list[Item]:
+def _discover_path(p: Path, raw: str, exclude: Path | None = None) -> list[Item]:
     """The items of one PATH given to `grade batch` (discover). Raises OSError when it cannot be read."""
     if p.is_symlink():  # `grade batch uploads/*` names each upload: a link there could point at another's
         return [Item(id=_id(_stem(p.name) or raw), path=_shown(raw),
@@ -178,10 +182,10 @@ def _discover_path(p: Path, raw: str) -> list[Item]:
         if stray:
             return [Item(id=_id(_stem(p.name)), path=_shown(p), problem=stray, stray=True)]
         return [_file_item(p, _id(p.stem), p.parent.resolve(), "its folder")]
-    return _class_folder(p)
+    return _class_folder(p, exclude)
 
 
-def _class_folder(folder: Path) -> list[Item]:
+def _class_folder(folder: Path, exclude: Path | None = None) -> list[Item]:
     """The items of a class folder: one per `.cu` file, student folder, link (refused) and stray source
     file or archive (refused); a stray file is left out when a `.cu` file or folder of its stem is there (the
     student has a submission: `alice.zip` beside the unpacked `alice/`). Raises OSError when `folder` cannot
@@ -189,7 +193,7 @@ def _class_folder(folder: Path) -> list[Item]:
     items, strays = [], []
     root = folder.resolve()
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") or (exclude is not None and not entry.is_symlink() and entry.resolve() == exclude):
             continue
         try:
             if entry.is_symlink():
@@ -478,11 +482,11 @@ def batch_parser() -> argparse.ArgumentParser:
                    "per student holding one .cu), or .cu files")
     p.add_argument("--out", default="results", help="folder for results.jsonl, the gradebook, reports/ and index.html "
                    "(default: results)")
-    p.add_argument("--compile-limit", type=float, default=DEFAULT_COMPILE_LIMIT, metavar="S",
+    p.add_argument("--compile-limit", type=positive_seconds, default=DEFAULT_COMPILE_LIMIT, metavar="S",
                    help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
-    p.add_argument("--run-limit", type=float, default=DEFAULT_RUN_LIMIT, metavar="S",
+    p.add_argument("--run-limit", type=positive_seconds, default=DEFAULT_RUN_LIMIT, metavar="S",
                    help=f"seconds for start-up, and for verification plus timing (default {DEFAULT_RUN_LIMIT:g})")
-    p.add_argument("--memory-limit", type=float, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
+    p.add_argument("--memory-limit", type=positive_number, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
                    help=f"stop a worker whose resident memory passes this (default {DEFAULT_MEMORY_LIMIT_GIB:g} GiB)")
     p.add_argument("--shard", metavar="K/N", help="grade only slice K of N (1-based; sorted by id, round robin)")
     p.add_argument("--gpus", metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); default all")
@@ -541,11 +545,19 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     reports a bad option); returns the exit code."""
     try:
         k, n = parse_shard(args.shard) if args.shard else (1, 1)
-        if min(args.compile_limit, args.run_limit, args.memory_limit, args.workers) <= 0 or (args.limit or 0) < 0:
-            raise ValueError("--compile-limit, --run-limit, --memory-limit, --workers and --limit must be positive")
+        if args.workers < 1 or (args.limit is not None and args.limit < 1):
+            raise ValueError("--workers and --limit must be positive whole numbers")
+        if not args.out.strip():
+            raise ValueError("--out: give a folder for the results")
     except ValueError as err:
         parser.error(str(err))
-    items = discover(args.paths)
+    if not any(os.path.lexists(raw) for raw in args.paths):  # a typo'd class folder: not a student's row
+        return _usage(f"no such file or folder: {', '.join(printable(m, 80) for m in args.paths[:5])}; nothing "
+                      "was graded")
+    out_problem = _out_problem(Path(args.out))
+    if out_problem:
+        return _usage(out_problem)
+    items = discover(args.paths, exclude=Path(args.out))
     if args.shard:
         items = shard(items, k, n)
     if args.format == "gradescope" and any(not it.stray for it in items):
@@ -685,10 +697,13 @@ def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None =
         elif p.is_file():
             files.append(p)
         else:
-            return _usage(f"{raw}: no such file or folder")
+            return _usage(f"{raw}: no such file or folder", "grade merge")
+    out_problem = _out_problem(Path(args.out))
+    if out_problem:
+        return _usage(out_problem, "grade merge")
     rows, bad = gb.load_files(files)
     if not rows:
-        return _usage("nothing to merge: no result rows in " + " ".join(args.results))
+        return _usage("nothing to merge: no result rows in " + " ".join(args.results), "grade merge")
     merged = list(gb.latest_by_id(rows).values())
     versions = sorted({r.grader_version for r in merged})
     book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
@@ -716,9 +731,18 @@ def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict
     return paths
 
 
-def _usage(message: str) -> int:
-    print(f"grade batch: {printable(message, None)}", file=sys.stderr)
+def _usage(message: str, command: str = "grade batch") -> int:
+    print(f"{command}: {printable(message, None)}", file=sys.stderr)
     return EXIT_INPUT
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why the output folder `out` cannot be used (it, or a folder above it, is a file), or None."""
+    for where in (out, *out.parents):
+        if where.exists():
+            return None if where.is_dir() else f"--out {printable(str(out), 80)}: {printable(str(where), 80)} is a " \
+                                                 "file, not a folder; give a folder for the results"
+    return None
 
 
 def _print_summary(book: gb.Gradebook, paths: dict[str, Path], plan: GpuPlan, complete: bool, left: int) -> None:

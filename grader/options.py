@@ -40,14 +40,24 @@ def seed_type(value: str) -> int:
 
 
 def positive_seconds(value: str) -> float:
-    """argparse type of --run-limit: a positive number of seconds."""
+    """argparse type of --run-limit and --compile-limit: a positive, finite number of seconds (nan and inf
+    would switch a limit off)."""
+    return _positive(value, "seconds")
+
+
+def positive_number(value: str) -> float:
+    """argparse type of --memory-limit: a positive, finite number (GiB)."""
+    return _positive(value, "GiB")
+
+
+def _positive(value: str, unit: str) -> float:
     try:
-        seconds = float(value)
+        number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of seconds")
-    return seconds
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of {unit}") from None
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of {unit}")
+    return number
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -211,17 +211,23 @@ class Progress:
         if self.quiet:
             return
         if self.tty:
-            self.stream.write("\r\x1b[K" + self.line(running, left)[:200])
-            self.stream.flush()
+            self._write("\r\x1b[K" + self.line(running, left)[:200])
         elif finished:
-            self.stream.write(self.line(running, left) + f"  [{printable(finished, 120)}]\n")
-            self.stream.flush()
+            self._write(self.line(running, left) + f"  [{printable(finished, 120)}]\n")
 
     def end(self) -> None:
         """Clear the redrawn line on a terminal."""
         if self.tty and not self.quiet:
-            self.stream.write("\r\x1b[K")
+            self._write("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        """Write and flush; a reader that has gone (`grade batch ... 2>&1 | head`) turns the progress off
+        instead of stopping the batch, whose rows and gradebook are what matters."""
+        try:
+            self.stream.write(text)
             self.stream.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            self.quiet = True
 
 
 def _duration(s: float) -> str:

@@ -26,6 +26,7 @@ import pytest
 from conftest import alive, ended, wait_until
 
 from grader import batch, gradebook as gb, pool
+from grader.errors import EXIT_INPUT
 from grader.gradescope import gradescope_results
 from grader.report import CompileSummary, GradeReport
 from grader.text import markdown_cell
@@ -220,7 +221,8 @@ def test_stray_sources_and_archives_are_rows_naming_the_fix(tmp_path):
 def test_names_that_are_not_utf8_or_hold_controls_give_escaped_distinct_ids(tmp_path):
     gold = (SUBS / "gold_float4.cu").read_bytes()
     cls = make_class(tmp_path, {})
-    names = {b"caf\xe9.cu": "caf\\xe9~2", b"caf\\xe9.cu": "caf\\xe9", b"a\nb.cu": "a\\nb",  # ids in name order
+    # the byte 0xE9 is shown as \xe9; a name spelled with a backslash shows it doubled: the ids are one-to-one
+    names = {b"caf\xe9.cu": "caf\\xe9", b"caf\\xe9.cu": "caf\\\\xe9", b"a\nb.cu": "a\\nb",
              b"\x1b[31mred.cu": "\\x1b[31mred", b"\xe2\x80\xaeevil.cu": "\\u202eevil", b"st\xfcdent": "st\\xfcdent"}
     for name in names:
         target = os.path.join(os.fsencode(cls), name)
@@ -240,7 +242,8 @@ def test_names_that_are_not_utf8_or_hold_controls_give_escaped_distinct_ids(tmp_
         assert os.fsencode(it.real).startswith(os.path.join(os.fsencode(cls), name))
         job = json.loads(json.dumps({"path": str(it.real)}))  # as pool.run_jobs sends it to the worker
         assert open(job["path"], "rb").read() == gold + name
-    assert items["caf\\xe9~2"].path.endswith("/caf\\xe9.cu") and items["st\\xfcdent"].path.endswith("/k\\xff.cu")
+    assert items["caf\\xe9"].path.endswith("/caf\\xe9.cu") and items["caf\\\\xe9"].path.endswith("/caf\\\\xe9.cu")
+    assert items["st\\xfcdent"].path.endswith("/k\\xff.cu")
 
 
 def test_a_class_that_tries_everything_gives_one_row_per_student_each_its_own_file(tmp_path, no_gpu):
@@ -722,3 +725,49 @@ def test_gradescope_results_carry_the_leaderboard_and_execution_time():
     for report in (wrong, busy):  # not timed, or not graded: no place on the leaderboard
         assert "leaderboard" not in gradescope_results(report, execution_time=1.0)
     assert gradescope_results(busy, execution_time=1.0)["execution_time"] == 1.0
+
+
+# --- what a fresh reviewer found: limits, paths, the output folder, a closed stderr ----------------------
+@pytest.mark.parametrize("option", [["--compile-limit", "nan"], ["--run-limit", "inf"], ["--memory-limit", "nan"],
+                                    ["--limit", "0"], ["--out", ""]])
+def test_limits_that_would_switch_themselves_off_are_usage_errors(tmp_path, option, capsys):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE})
+    with pytest.raises(SystemExit) as exit_:
+        batch.main(["batch", str(cls), "--out", str(tmp_path / "out"), *option])
+    assert exit_.value.code == EXIT_INPUT and "error:" in capsys.readouterr().err
+
+
+def test_a_class_path_that_does_not_exist_grades_nothing(tmp_path, capsys):
+    assert batch.main(["batch", str(tmp_path / "typo"), "--out", str(tmp_path / "out")]) == EXIT_INPUT
+    assert "no such file or folder" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_the_output_folder_inside_the_class_folder_is_no_student(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE})
+    for _ in range(2):  # the second run finds OUT inside the class folder
+        assert batch.main(["batch", str(cls), "--out", str(cls / "results"), "--quiet"]) in (0, 3)
+    assert list(by_id(cls / "results")) == ["a"]
+
+
+def test_an_output_path_that_is_a_file_is_a_usage_error_for_batch_and_merge(tmp_path, capsys):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE})
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    assert batch.main(["batch", str(cls), "--out", str(taken)]) == EXIT_INPUT
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert batch.main(["batch", str(cls), "--out", str(tmp_path / "out"), "--quiet"]) in (0, 3)
+    assert batch.main(["merge", str(taken / "sub"), str(tmp_path / "out")]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("grade merge:") and "is a file, not a folder" in err
+
+
+def test_a_reader_that_goes_away_does_not_stop_the_batch(tmp_path):
+    cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE + "// b\n",
+                                "c.cu": REFUSED_INCLUDE + "// c\n"})
+    out = tmp_path / "out"
+    batch_ = subprocess.Popen([sys.executable, "-m", "grader.cli", "batch", str(cls), "--out", str(out)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    batch_.stderr.readline()  # `2>&1 | head -1`: one line read, then the pipe closed
+    batch_.stderr.close()
+    assert batch_.wait(timeout=300) in (0, 3)
+    assert sorted(by_id(out)) == ["a", "b", "c"]
