@@ -182,7 +182,53 @@ def parser(commands: Iterable[str] = NAMES) -> argparse.ArgumentParser:
                                   description=own.description, epilog=own.epilog,
                                   formatter_class=own.formatter_class)
             sub.set_defaults(command_run=run, command_parser=sub)
+            if command.name == "file":
+                _keep_errors(sub)
     return top
+
+
+USAGE_ERRORS: list[str] = []
+"""The messages `grade FILE`'s parser refused arguments with, in this process (_keep_errors)."""
+
+
+def _keep_errors(p: argparse.ArgumentParser) -> None:
+    """Make `p` note each usage error's message (USAGE_ERRORS) before argparse prints it and exits 2, so that
+    _main can still print the one report --json and --format gradescope promise."""
+    refuse = p.error
+
+    def error(message: str):
+        USAGE_ERRORS.append(message)
+        refuse(message)
+
+    p.error = error  # type: ignore[method-assign]
+
+
+def asked_format(argv: list[str]) -> str | None:
+    """The report format `grade FILE ARGV` asks for, read from the raw words (for a usage error, when argparse
+    could not parse them): 'json' for --json or --format json, 'gradescope' for --format gradescope, else None."""
+    fmt = None
+    for i, word in enumerate(argv):
+        if word == "--json":
+            fmt = "json"
+        elif word == "--format" and i + 1 < len(argv):
+            fmt = argv[i + 1]
+        elif word.startswith("--format="):
+            fmt = word.split("=", 1)[1]
+    return fmt if fmt in ("json", "gradescope") else None
+
+
+def _usage_report(argv: list[str], message: str, fmt: str) -> None:
+    """The report of a usage error on stdout in `fmt` (json: a GradeReport, verdict error, stage input;
+    gradescope: not graded, the autograder's command is wrong, not the student's file)."""
+    from grader.gradescope import gradescope_not_graded
+    from grader.report import error_report
+
+    reason = f"usage error: {message}"
+    if fmt == "json":
+        files = [w for w in argv if w.lower().endswith(".cu")]
+        _emit(error_report(files[0] if files else "", Stage.INPUT, reason).model_dump_json(indent=2))
+    else:
+        _emit(json.dumps(gradescope_not_graded(f"not graded: the grader was called wrongly ({reason})"), indent=2))
 
 
 def command_typo(word: str | None, more: list[str], argv: list[str]) -> str | None:
@@ -225,14 +271,21 @@ def _main(argv: list[str]) -> int:
     implied = not argv or argv[0] not in (*NAMES, *TOP_WORDS)
     if implied:
         argv = ["file", *argv]
-    args, extra = parser(argv[:1]).parse_known_args(argv)
-    typo = command_typo(args.file, args.more, argv[1:]) if implied else None
-    if typo:
-        print(f"grade: {typo}", file=sys.stderr)
-        return EXIT_INPUT
-    if extra:  # as parse_args reports them, but by the command's own parser (its prog, its usage)
-        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return args.command_run(args, args.command_parser)
+    USAGE_ERRORS.clear()
+    try:
+        args, extra = parser(argv[:1]).parse_known_args(argv)
+        typo = command_typo(args.file, args.more, argv[1:]) if implied else None
+        if typo:
+            print(f"grade: {typo}", file=sys.stderr)
+            return EXIT_INPUT
+        if extra:  # as parse_args reports them, but by the command's own parser (its prog, its usage)
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return args.command_run(args, args.command_parser)
+    except SystemExit as stop:  # argparse's usage error: --json and --format gradescope still get their report
+        fmt = asked_format(argv[1:]) if argv[0] == "file" else None
+        if stop.code == EXIT_INPUT and USAGE_ERRORS and fmt:
+            _usage_report(argv[1:], USAGE_ERRORS[-1], fmt)
+        raise
 
 
 def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

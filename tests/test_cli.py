@@ -334,3 +334,22 @@ def test_python_dash_m_grader_reads_the_same_tree():
     r = subprocess.run([sys.executable, "-m", "grader", "--help"], capture_output=True, text=True, timeout=120,
                        cwd=ROOT)
     assert r.returncode == 0 and "{FILE,selfcheck,batch,merge,cache}" in r.stdout and "130" in r.stdout
+
+
+@pytest.mark.parametrize("argv", [["x.cu", "--json", "--arch", "sm_20"], ["--json", "--bogus", "x.cu"],
+                                  ["x.cu", "--format=json", "--run-limit", "-1"], ["x.cu", "y.cu", "--json"]])
+def test_a_usage_error_with_json_is_still_one_report(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert stop.value.code == 2 and (report["verdict"], report["stage"]) == ("error", "input")
+    assert report["file"] == "x.cu" and report["reason"].startswith("usage error: ") and "error:" in out.err
+
+
+def test_a_usage_error_for_gradescope_is_not_graded_not_a_zero_for_the_student(capsys):
+    with pytest.raises(SystemExit):
+        main(["kernel.cu", "--format", "gradescope", "--seed", "-5"])
+    results = json.loads(capsys.readouterr().out)
+    assert results["output"].startswith("not graded: the grader was called wrongly (usage error: argument --seed")
+    assert results["extra_data"] == {"graded": False}
