@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
 from tabulate import tabulate
 
 from grader import exercise
@@ -115,6 +116,13 @@ class GradeReport(ReportModel):
     kernel_output_dropped: int = 0
     sandbox: str = ""
     clocks: Clocks | None = None
+
+    @field_validator("file")
+    @classmethod
+    def _one_line(cls, file: str) -> str:
+        """The file as one printable line (grader.text.printable): a name the student chose may hold a newline
+        that would forge a line wherever the name is printed."""
+        return printable(file, None)
 
 
 def counters_text(c: Counters) -> list[str]:

@@ -464,6 +464,7 @@ def test_interrupt_stops_workers_and_writes_what_is_done(tmp_path):
     wait_until(lambda: (out / "results.jsonl").exists() and bool(jsonl(out / "results.jsonl")))
     time.sleep(1.0)
     workers = _children(proc.pid)
+    assert workers, "the batch should have a worker running (zz_deep is compiling)"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == batch.EXIT_INCOMPLETE
     assert not any(alive(w) for w in workers)

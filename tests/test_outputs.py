@@ -267,8 +267,13 @@ def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, 
     out = capsys.readouterr().out
     if fmt == "text":
         assert out.splitlines()[0] == f"{tmp_path}/{shown}: biasGeluFused" and "\nVerdict: GOLD" not in out
+    elif fmt == "json":
+        report = json.loads(out)
+        assert report["verdict"] == "no-gpu" and report["file"] == f"{tmp_path}/{shown}"
     else:
-        assert json.loads(out)["score" if fmt == "gradescope" else "verdict"] in (0.0, "no-gpu")
+        results = json.loads(out)
+        assert results["score"] == 0.0 and all(ch.isprintable() or ch == "\n" for ch in results["output"])
+        assert "\n" not in name or "\nVerdict: GOLD" not in results["output"]
 
 def test_no_nul_byte_in_the_compile_log(capsys):
     from grader.compile import compile_kernels
