@@ -321,8 +321,10 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     report_fd = os.dup(1)  # the report's stream, whatever a kernel's output capture does to descriptor 1
 
     def expired(stage: str, seconds: float) -> None:
-        reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s (a kernel "
-                  "that never ends?); `grade --run-limit S` changes the limit")
+        likely = "a template or constexpr that NVRTC cannot finish?" if stage == Stage.COMPILE else \
+            "a kernel that never ends?"
+        reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s ({likely}); "
+                  "`grade --run-limit S` changes the limit")
         print(f"grade: {reason}", file=sys.stderr, flush=True)
         late = error_report(args.file, stopped_in(stage), reason)
         text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}

@@ -71,3 +71,11 @@ def test_run_limit_option_is_validated(capsys):
             cli.main(["submissions/gold_float4.cu", "--run-limit", bad])
         assert e.value.code == 2
     assert "positive number of seconds" in capsys.readouterr().err
+
+
+def test_a_compile_past_its_limit_is_not_blamed_on_a_kernel():
+    bomb = ROOT / "tests" / "data" / "batch" / "deep_template.cu"
+    p = subprocess.run([sys.executable, "-m", "grader.cli", str(bomb), "--run-limit", "2"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "the compile stage was still running after 2 s" in p.stderr
+    assert "a template or constexpr that NVRTC cannot finish?" in p.stderr and "never ends" not in p.stderr
