@@ -23,13 +23,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-import os
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
 from grader import exercise
-from grader.feedback import report_file
+from grader.feedback import report_file, write_atomic
 from grader.gradebook import BIN_WIDTH, BINS, VERDICTS, BatchResult, Gradebook, fraction_bins, to_look_at
 from grader.gradescope import is_graded
 from grader.svgplot import Plot, escape, nice_ticks
@@ -462,8 +461,5 @@ def write_page(book: Gradebook, path: Path) -> Path:
     cannot be written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(class_page(book))
-    os.replace(tmp, path)
+    write_atomic(path, class_page(book))
     return path

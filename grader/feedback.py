@@ -78,13 +78,18 @@ def write_report(out_dir: Path, id: str, report: GradeReport, submitters: list[S
     folder.mkdir(parents=True, exist_ok=True)
     stem = report_stem(id)
     student = StudentReport(id=id, submitters=submitters or [], submitted_at=submitted_at, report=report)
-    _write_atomic(folder / f"{stem}.json", student.model_dump_json(indent=2) + "\n")
-    _write_atomic(folder / f"{stem}.txt", report_text(report, submitters))
+    write_atomic(folder / f"{stem}.json", student.model_dump_json(indent=2) + "\n")
+    write_atomic(folder / f"{stem}.txt", report_text(report, submitters))
     return folder / f"{stem}.txt"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write `text` to `path` through `path`.tmp, flushed to disk (fsync), then renamed over it: a reader sees
+    the old file or the new one, never half of one (the batch's reports, gradebook files and class page). Raises
+    OSError when it cannot be written."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
+    with open(tmp, "w", encoding=encoding, newline="") as f:
         f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -29,7 +29,7 @@ from tabulate import tabulate
 
 from grader import exercise
 from grader.claims import NOTE_KINDS
-from grader.feedback import report_file
+from grader.feedback import report_file, write_atomic
 from grader.gradescope_export import Submitter
 from grader.model import ReportModel
 from grader.report import GradeReport, Verdict
@@ -281,20 +281,11 @@ def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str,
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"gradebook{suffix}.csv", "json": out_dir / f"gradebook{suffix}.json",
              "summary": out_dir / f"summary{suffix}.md", "scores": out_dir / f"scores{suffix}.csv"}
-    _write_atomic(paths["csv"], gradebook_csv(book.rows), CSV_ENCODING)
-    _write_atomic(paths["json"], book.model_dump_json(indent=2) + "\n")
-    _write_atomic(paths["summary"], summary_markdown(book))
-    _write_atomic(paths["scores"], scores_csv(book.rows), CSV_ENCODING)
+    write_atomic(paths["csv"], gradebook_csv(book.rows), CSV_ENCODING)
+    write_atomic(paths["json"], book.model_dump_json(indent=2) + "\n")
+    write_atomic(paths["summary"], summary_markdown(book))
+    write_atomic(paths["scores"], scores_csv(book.rows), CSV_ENCODING)
     return paths
-
-
-def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding=encoding, newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def gradebook_csv(rows: list[BatchResult]) -> str:
@@ -495,4 +486,4 @@ def summary_markdown(book: Gradebook) -> str:
 def write_json(path: Path, data: dict) -> None:
     """Write `data` as indented JSON to `path` (atomically)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, json.dumps(data, indent=2) + "\n")
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
