@@ -92,7 +92,7 @@ from grader.options import HelpFormatter, arch_type, positive_number, positive_s
 from grader.pool import Progress, Slot, child_env, item_error, run_jobs
 from grader.report import GradeReport
 from grader.source import MAX_SOURCE_BYTES, read_capped, safe_source_name
-from grader.text import printable
+from grader.text import name_text, printable
 DEFAULT_COMPILE_LIMIT = 60.0
 """Seconds NVRTC may take on one submission (the examples compile in under a second)."""
 DEFAULT_RUN_LIMIT = 120.0
@@ -159,10 +159,8 @@ def discover(paths: list[str], exclude: Path | None = None) -> list[Item]:
 
 
 def _shown(path: str | Path) -> str:
-    """A path or name as outputs show it: grader.text.printable without a cut, a backslash doubled first, so
-    that the escape of a byte that is not UTF-8 (`caf\\xe9`) differs from a name spelled with a backslash
-    (`caf\\\\xe9`)."""
-    return printable(str(path).replace("\\", "\\\\"), None)
+    """A path or name as outputs show it (grader.text.name_text)."""
+    return name_text(str(path))
 
 
 def _id(name: str) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from grader.errors import InputError
 from grader.model import ReportModel
-from grader.text import printable
+from grader.text import name_text, printable
 
 METADATA_NAME = "submission_metadata.yml"
 """The file of an export folder that `grade batch` recognises."""
@@ -100,7 +100,7 @@ def _loader():
 
 def parse_metadata(text: str, where: str = METADATA_NAME) -> dict[str, ExportEntry]:
     """{folder name: ExportEntry} from the text of a submission_metadata.yml (module docstring). Folder names
-    are escaped as batch ids are (grader.text.printable). An entry that is not a mapping, or a submitter that
+    are escaped as batch ids are (grader.text.name_text). An entry that is not a mapping, or a submitter that
     is not one, is skipped. Raises InputError (naming `where` and, where PyYAML gives it, the line) when the
     text is not YAML or its top level is not a mapping."""
     import yaml
@@ -124,7 +124,7 @@ def parse_metadata(text: str, where: str = METADATA_NAME) -> dict[str, ExportEnt
         people = entry.get(":submitters") or []
         submitters = [_submitter(p) for p in people[:MAX_SUBMITTERS] if isinstance(p, dict)] \
             if isinstance(people, list) else []
-        out[printable(folder, None)] = ExportEntry(submitters=[s for s in submitters if s.name or s.email or s.sid],
+        out[name_text(folder)] = ExportEntry(submitters=[s for s in submitters if s.name or s.email or s.sid],
                                                    created_at=_field(entry.get(":created_at")))
     return out
 
@@ -144,7 +144,7 @@ def read_metadata(folder: Path) -> dict[str, ExportEntry] | None:
     not a regular file, cannot be read, is over MAX_METADATA_BYTES, is not UTF-8, or is not readable as the
     export's YAML."""
     path = Path(folder) / METADATA_NAME
-    shown = printable(str(path), None)
+    shown = name_text(str(path))
     if not path.is_symlink() and not path.exists():
         return None
     if path.is_symlink() or not path.is_file():

@@ -23,6 +23,13 @@ def printable(text: str, limit: int | None = 80) -> str:
     return out if limit is None or len(out) <= limit else out[: max(0, limit - 3)] + "..."
 
 
+def name_text(name: str) -> str:
+    """A file or folder name (a student's, or a path) as every output shows it and as batch ids are made:
+    printable without a cut, a backslash doubled first, so that the escape of a byte that is not UTF-8
+    (`caf\\xe9`) and a name spelled with a backslash (`caf\\\\xe9`) stay different."""
+    return printable(name.replace("\\", "\\\\"), None)
+
+
 def printable_lines(text: str) -> str:
     """Multi-line `text` (a report, a compile log with its source excerpts) safe for a terminal: as
     `printable` without a cut, but line breaks (`\\n`) and tabs (a source excerpt's indentation) kept."""

@@ -172,3 +172,17 @@ def test_an_export_given_as_the_current_folder_is_read_too(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode in (0, 3), r.stderr
     assert "grace@example.edu" in (tmp_path / "out" / "scores.csv").read_text(encoding="utf-8-sig")
+
+
+def test_a_folder_named_with_a_backslash_gets_its_submitters(tmp_path):
+    from grader import batch
+
+    # the batch's id doubles the backslash (grader.text.name_text); the metadata's folder names are escaped the
+    # same way, so the folder and its entry still meet
+    folder = tmp_path / "export"
+    (folder / "sub\\mission_1").mkdir(parents=True)
+    (folder / "sub\\mission_1" / "k.cu").write_text(REFUSED_INCLUDE)
+    (folder / gx.METADATA_NAME).write_text("'sub\\mission_1':\n  :submitters:\n  - :email: one@example.edu\n")
+    items = batch.discover([str(folder)])
+    batch.read_exports([str(folder)], items)
+    assert [(it.id, [s.email for s in it.submitters]) for it in items] == [("sub\\\\mission_1", ["one@example.edu"])]
