@@ -27,7 +27,7 @@ from grader.compile import DEFAULT_ARCH, Compiled
 from grader.device import Gpu, GpuInfo, open_gpu
 from grader.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
                            NoGpuError, SubmissionError, exit_codes_help)
-from grader.options import HelpFormatter
+from grader.options import HelpFormatter, arch_type
 from grader.reference import gelu_gap
 from grader.timing import CopyFloor
 from reference_kernels import expected as ref
@@ -131,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--counters", action="store_true",
                    help="also measure every kernel's DRAM bytes per element with Nsight Compute (ncu) and settle the "
                         "page's two cache assumptions (the bias row, the RoPE tables)")
-    p.add_argument("--arch", default=DEFAULT_ARCH,
+    p.add_argument("--arch", type=arch_type, default=DEFAULT_ARCH,
                    help=f"compile target when no GPU is present (default {DEFAULT_ARCH})")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     return p

@@ -353,3 +353,10 @@ def test_a_usage_error_for_gradescope_is_not_graded_not_a_zero_for_the_student(c
     results = json.loads(capsys.readouterr().out)
     assert results["output"].startswith("not graded: the grader was called wrongly (usage error: argument --seed")
     assert results["extra_data"] == {"graded": False}
+
+
+def test_selfcheck_checks_its_arch_as_grade_does(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["selfcheck", "--arch", "sm_20"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "sm_20 is not among the targets the installed NVRTC" in err
