@@ -428,6 +428,24 @@ def test_a_raw_string_in_host_code_is_not_a_comment():
     assert (claim.fraction, claim.where) == (0.96, "comment, line 9")
 
 
+def test_a_raw_string_whose_delimiter_holds_a_quote_is_not_a_comment():
+    # `R"x"(` ... `)x""` is one raw string for NVRTC: the sentence in it is text, not the student's (issue 19:
+    # it was read, and flagged as an impossible 1.5)
+    text = ('const char* kHelp = R"x"(\n)"";\n// It reached 1.5 of the copy floor.\n)x"";\n'
+            "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
+    claim = find_claim(text)
+    assert (claim.fraction, claim.where) == (0.96, "comment, line 5")
+
+
+def test_a_comment_continued_by_a_line_splice_goes_on_on_the_next_line():
+    from grader.claims import comment_lines
+
+    text = "int a; // It reached 0.96 of the \\\ncopy floor.\nint b;\n/* one\n * two \\\nthree */\n"
+    assert comment_lines(text) == [(1, " It reached 0.96 of the "), (2, "copy floor."), (4, " one"), (5, " two "),
+                                   (6, "three ")]
+    assert find_claim(text).fraction == 0.96
+
+
 def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
     text = ("// version    kernels  floats/elem  ms      GB/s   x copy\n"
             "// addBiasRow       1            2  1.4512   92.5    0.93\n"
