@@ -36,6 +36,9 @@ _WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ASCII_WHOLE = re.compile(r"[0-9]+")
 _UNIT_AFTER = re.compile(r"[ \t]*(?:ms|us|\u00b5s|ns|s|[kKMGT]i?B/s|bytes?|floats?)(?![A-Za-z/])")
 """A unit after a number: that number is a time, a bandwidth or a size, not the claimed fraction."""
+_FRACTION_AFTER = re.compile(r"[ \t]*(?:x\b|\u00d7|times\b|of\b)", re.I)
+"""The words after a number above 2 that make it a fraction (`2.83 of the copy floor`, `2.83x copy`, `2.83
+times`): without them such a number is not read as the claim (a GB/s written without its unit, a version)."""
 _OPERAND_AFTER = re.compile(r"[ \t]*[/*\u00f7]")
 _OPERAND_BEFORE = re.compile(r"[/*\u00f7][ \t]*$")
 """A number divided or multiplied (`0.5392 / 0.5601`) is an operand, not the claimed fraction (its result is)."""
@@ -116,8 +119,9 @@ def parse_row(value: str) -> StudentRow:
 
 def parse_claim(value: str) -> StudentClaim:
     """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
-    decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's closing period is not part
-    of it), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
+    decimal number written with a point (e.g. 0.93; a sentence's closing period is not part of it; one above 2
+    only where the words after it make it a fraction: `2.83 of the copy floor`, `2.83x copy`, `2.83 times`,
+    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
     operand of a division (`0.5392 / 0.5601`; its result after `=` is), and not the bound the sentence explains
     (after "exceed", "above", "at most", ...: "it cannot exceed 1.0 x copy"). Where the sentence names the
     copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest those words wins ("At
@@ -133,8 +137,9 @@ def parse_claim(value: str) -> StudentClaim:
             continue
         number = m.group().rstrip(".")
         end = m.start() + len(number)
-        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2 and not _UNIT_AFTER.match(value, end) \
-                and not _OPERAND_AFTER.match(value, end) and not _before(value, m.start(), _OPERAND_BEFORE):
+        if _DECIMAL.fullmatch(number) and (float(number) <= 2 or _FRACTION_AFTER.match(value, end)) \
+                and not _UNIT_AFTER.match(value, end) and not _OPERAND_AFTER.match(value, end) \
+                and not _before(value, m.start(), _OPERAND_BEFORE):
             decimals.append((m.start(), end, float(number)))
     percents = [c for c in percents if not _before(value, c[0], _BOUND_BEFORE)]
     decimals = [c for c in decimals if not _before(value, c[0], _BOUND_BEFORE)]
@@ -494,6 +499,13 @@ def table_line(body: str) -> bool:
     return numbers >= 3 and numbers >= len(cells) - numbers
 
 
+def _floor_words(m: re.Match) -> str:
+    """The copy floor's words in one spelling, ` copy floor `, keeping the `of` or `x` they begin with (`0.94
+    x copy` is ` 0.94  x copy floor `), which makes a number above 2 before them a fraction (parse_claim)."""
+    lead = m.group().split()[0].lower() if " " in m.group() else ""
+    return f" {lead} copy floor " if lead in ("of", "x") else " copy floor "
+
+
 def find_claim(text: str) -> StudentClaim | None:
     """The student's sentence from a plain comment: the first comment paragraph (consecutive comment lines)
     that speaks of the copy floor (copy floor, copyFloor, copy ceiling, x copy, 244.7) and states a fraction
@@ -518,7 +530,7 @@ def find_claim(text: str) -> StudentClaim | None:
         sentence = " ".join(lines)[:MAX_CLAIM_CHARS]
         if not _FLOOR_WORDS.search(sentence):
             continue
-        claim = parse_claim(_FLOOR_WORDS.sub(" copy floor ", sentence))
+        claim = parse_claim(_FLOOR_WORDS.sub(_floor_words, sentence))
         if claim.fraction is not None:
             return StudentClaim(raw=sentence, where=f"comment, line {line_no}", fraction=claim.fraction)
     return None

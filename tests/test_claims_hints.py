@@ -11,7 +11,7 @@ import pytest
 
 from grader import exercise
 from grader.compile import compile_kernels
-from grader.claims import parse_claim, parse_row
+from grader.claims import find_claim, parse_claim, parse_row
 from grader.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.hints import code_hints, ptx_facts
 from grader.source import read_submission
@@ -185,6 +185,25 @@ def test_claimed_fraction_above_one_is_impossible():
     assert "exactly what the copy moves" in f.message
     f = one(flags(claim="It reached 112% of the copy floor."), "impossible-fraction")
     assert f.student == "1.12"
+
+
+@pytest.mark.parametrize("sentence, student", [
+    ("It reached 2.83 of the copy floor.", "2.83"), ("It reached 283% of the copy floor.", "2.83"),
+    ("It reached 2.83x copy.", "2.83"), ("It reached 12.5 times the copy floor.", "12.5"),
+    ("At 0.1 ms it reached 4.2 of copyFloor, above what it can.", "4.2"),
+])
+def test_a_claim_of_any_size_is_read_and_flagged(sentence, student):
+    # A fraction above 2 was not read at all ("no sentence found"), while 283% got the flag (issue 19).
+    claim = find_claim(f"// {sentence}\n")
+    assert claim is not None and claim.where == "comment, line 1"
+    assert one(flags(claim=sentence), "impossible-fraction").student == student
+
+
+@pytest.mark.parametrize("sentence", ["The copy floor is 4224.7 here; my kernel is at 0.94 of it.",
+                                      "With CUDA 12.4 it reached 0.94 of the copy floor."])
+def test_a_number_above_2_is_a_claim_only_as_a_fraction(sentence):
+    # a GB/s written without its unit, a version: not the claim
+    assert parse_claim(sentence).fraction == 0.94
 
 
 def test_claimed_fraction_of_one_or_less_is_fine():
@@ -489,3 +508,21 @@ def test_a_worked_division_over_lines_is_one_sentence():
     claim = find_claim(text)
     assert (claim.fraction, claim.where) == (0.979, "comment, line 1")
     assert parse_claim("It only says that it cannot exceed 1.0 x copy.").fraction is None  # a bound, no claim
+
+
+# The corpus files whose comments hold a student's sentence on purpose, and its fraction.
+CORPUS_SENTENCES = {"tests/data/programs/helper_math_style.cu": 0.96}
+
+
+def test_no_corpus_description_is_taken_for_a_students_sentence():
+    # A corpus file's first lines describe it for the repository ("Expected verdict: ..."); they were read as
+    # the student's sentence ("about 0.56 of the floor on an H200"). They are written without a fraction of
+    # the copy floor now: write a new one so too, or name the file here.
+    from conftest import ROOT
+
+    found = {}
+    for path in sorted([*(ROOT / "tests" / "data").rglob("*.cu"), *SUBMISSIONS.glob("*.cu")]):
+        claim = find_claim(path.read_bytes().decode("utf-8", "replace"))
+        if claim is not None:
+            found[path.relative_to(ROOT).as_posix()] = claim.fraction
+    assert found == CORPUS_SENTENCES
