@@ -26,8 +26,8 @@ text, by the same lexer with the exercise's own allow-list, and NVRTC compiles e
 returned. The only text not scanned is the grader's own `#line N "name"` before each piece (so diagnostics
 keep the student's line numbers): each stands where the scan saw a placeholder directive on a line of its own.
 
-This is not a C++ parser. The tokens (grader.program_tokens: comments, literals, preprocessor lines, the
-`#if` branches NVRTC certainly skips) are split into declarations at `;` or `}` at depth 0 (a namespace or
+This is not a C++ parser. The tokens (grader.program_tokens: grader.lexer's, the include policy's own, with
+preprocessor lines and the `#if` branches NVRTC certainly skips told apart) are split into declarations at `;` or `}` at depth 0 (a namespace or
 `extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it.
 Everything is linear in the file's length: every token is looked at a bounded number of times, and every name
 is resolved once.
