@@ -5,10 +5,12 @@
 Each round builds a seeded random "token soup": a list of pieces such as `#`, `%:`, `include`, `/*`, `*/`,
 `//`, quotes, `R"(`, `)"`, a backslash before a newline (with and without blanks between), CR, digits with
 `'`, `u8`, `\\u`, `??/`, identifiers, `#if 0` / `#endif`, blanks and newlines, and among them canaries:
-`#warning CANARY_<k> ;` (sometimes `#error CANARY_<k> ;`) and `#include "<canary file>"`. The soup is lexed
+`#warning CANARY_<k> ;` (sometimes `#error CANARY_<k> ;`) and `#include "<canary file>"`; raw strings with
+odd delimiters (`R"a"b(`), UCNs, digraphs and user-defined literals too. The soup is lexed
 
-- by grader.directives.scan: the refusal, if any, and every directive it saw (`Scan.directives`); from the
-  `#if 0` / `#if 1` / `#else` / `#endif` among them, which canaries it expects NVRTC to act on;
+- by grader.directives.scan (the include policy, over grader.lexer's tokens): the refusal, if any, and
+  every directive it saw (`Scan.directives`); from the `#if 0` / `#if 1` / `#else` / `#endif` among them,
+  which canaries it expects NVRTC to act on;
 - by NVRTC, compiling what the grader would compile (the prelude, `#line 1`, the normalized text with
   allowed includes blanked; for a refused soup, the normalized text as written), syntax only: NVRTC
   reports `#warning directive: CANARY_<k>` for each canary it took as a directive, and the canary file's
@@ -72,12 +74,20 @@ PIECES: tuple[tuple[int, str], ...] = (
     (1, "\u00e9"), (1, "\u00a0"), (1, "\uff11"),
     (2, "("), (2, ")"), (3, ";"), (1, ","), (1, "{"), (1, "}"), (1, "="), (2, "*"), (2, "/"), (1, "<"), (1, ">"),
     (1, "__has_include"), (1, "##"),
+    # raw strings with odd delimiters (a `"` or `'` in one is legal; `$` is not), UCNs, digraphs and
+    # user-defined literals: the tokenizer's (grader.lexer) cases
+    (2, 'R"a"b('), (2, ')a"b"'), (1, 'R""('), (1, ')""'), (1, "R\"'#("), (1, ")'#\""), (1, 'u8R"a"('), (1, ')a""'),
+    (1, 'R"$('), (1, ')$"'), (1, 'R"(x)"_s'), (1, 'LR"-(x)-"'),
+    (1, "\\U00000041"), (1, "\\u00"), (1, "a\\u0041"), (1, '"\\u0041"'), (1, "'\\u00e9'"),
+    (1, "<%"), (1, "%>"), (1, "<:"), (1, ":>"), (1, "%:%:"), (1, "<::"), (1, ":"),
+    (1, '"a"_x'), (1, "'a'_x"), (1, "1_km"), (1, "1.5_x"), (1, '""R'), (1, 'u8"a"'), (1, "U'a'"),
     (2, 'include "{path}"'), (1, '"{path}"'), (1, "<cuda.h>"), (1, "#include <cuda_runtime.h>\n"),
 )
 
 # Pieces that get a soup refused wherever they land in code: each soup draws on them less often.
 _MOSTLY_REFUSED = frozenset({"\\ \n", "\\\t\n", "\\\f\n", "\\", "\\u", "\\u0041", "\\U", "??/", "??=", "##",
-                             "__has_include", "line", 'include "{path}"', "\\\r"})
+                             "__has_include", "line", 'include "{path}"', "\\\r", "\\U00000041", "\\u00",
+                             "a\\u0041", "'a'_x", 'R"$(', "%:%:"})
 
 
 @dataclass

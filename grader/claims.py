@@ -21,6 +21,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from grader import exercise
+from grader.lexer import COMMENT, OPEN_COMMENT, Spliced, normalize, tokens
 from grader.model import ReportModel
 
 NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -35,6 +36,9 @@ _WHOLE_OR_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ASCII_WHOLE = re.compile(r"[0-9]+")
 _UNIT_AFTER = re.compile(r"[ \t]*(?:ms|us|\u00b5s|ns|s|[kKMGT]i?B/s|bytes?|floats?)(?![A-Za-z/])")
 """A unit after a number: that number is a time, a bandwidth or a size, not the claimed fraction."""
+_FRACTION_AFTER = re.compile(r"[ \t]*(?:x\b|\u00d7|times\b|of\b)", re.I)
+"""The words after a number above 2 that make it a fraction (`2.83 of the copy floor`, `2.83x copy`, `2.83
+times`): without them such a number is not read as the claim (a GB/s written without its unit, a version)."""
 _OPERAND_AFTER = re.compile(r"[ \t]*[/*\u00f7]")
 _OPERAND_BEFORE = re.compile(r"[/*\u00f7][ \t]*$")
 """A number divided or multiplied (`0.5392 / 0.5601`) is an operand, not the claimed fraction (its result is)."""
@@ -115,8 +119,9 @@ def parse_row(value: str) -> StudentRow:
 
 def parse_claim(value: str) -> StudentClaim:
     """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
-    decimal number between 0 and 2 written with a point (e.g. 0.93; a sentence's closing period is not part
-    of it), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
+    decimal number written with a point (e.g. 0.93; a sentence's closing period is not part of it; one above 2
+    only where the words after it make it a fraction: `2.83 of the copy floor`, `2.83x copy`, `2.83 times`,
+    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
     operand of a division (`0.5392 / 0.5601`; its result after `=` is), and not the bound the sentence explains
     (after "exceed", "above", "at most", ...: "it cannot exceed 1.0 x copy"). Where the sentence names the
     copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest those words wins ("At
@@ -132,8 +137,9 @@ def parse_claim(value: str) -> StudentClaim:
             continue
         number = m.group().rstrip(".")
         end = m.start() + len(number)
-        if _DECIMAL.fullmatch(number) and 0 <= float(number) <= 2 and not _UNIT_AFTER.match(value, end) \
-                and not _OPERAND_AFTER.match(value, end) and not _before(value, m.start(), _OPERAND_BEFORE):
+        if _DECIMAL.fullmatch(number) and (float(number) <= 2 or _FRACTION_AFTER.match(value, end)) \
+                and not _UNIT_AFTER.match(value, end) and not _OPERAND_AFTER.match(value, end) \
+                and not _before(value, m.start(), _OPERAND_BEFORE):
             decimals.append((m.start(), end, float(number)))
     percents = [c for c in percents if not _before(value, c[0], _BOUND_BEFORE)]
     decimals = [c for c in decimals if not _before(value, c[0], _BOUND_BEFORE)]
@@ -389,80 +395,43 @@ MAX_CLAIM_CHARS = 400
 
 
 def comment_lines(text: str) -> list[tuple[int, str]]:
-    """The comments of a C++ source as (line number, text) per line, markers removed (`//`, `/*`, `*/`, a
-    block comment's leading `*`), string, character and raw string literals (`R"(...)"`, `u8R"x(...)x"`)
-    skipped, and a digit separator (`16'384`) read as part of its number. One linear pass."""
+    """The comments of a C++ source as (line number, text) per line of the file, markers removed (`//`, `/*`,
+    `*/`, a block comment's leading `*`). The source is read as grader.lexer's tokens, so nothing inside a
+    string, character or raw string literal (whatever its delimiter: `R"x"( ... )x""`) is a comment, a digit
+    separator (`16'384`) is part of its number, and a comment continued by a line splice goes on on the next
+    line. One linear pass."""
+    src = Spliced(normalize(text))
+    s = src.s
     out: list[tuple[int, str]] = []
-    i, n, line = 0, len(text), 1
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
-            line += 1
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            out.append((line, text[i + 2:end].lstrip("/!")))
-            i = end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end
-            for k, part in enumerate(text[i + 2:end].split("\n")):
-                out.append((line + k, re.sub(r"^[ \t]*\*(?!/)", "", part.lstrip("*!") if k == 0 else part)))
-            line += text.count("\n", i, end)
-            i = end + 2
-        elif ch == '"' and i > 0 and text[i - 1] == "R" and _RAW_PREFIX.fullmatch(_word_before(text, i)):
-            m = _RAW_OPEN.match(text, i)
-            if m is None:  # not a raw string after all (no `(` within 16 characters): a plain one
-                i = _skip_quoted(text, i)
-                continue
-            close = text.find(")" + m.group(1) + '"', m.end())
-            end = n if close < 0 else close + len(m.group(1)) + 2
-            line += text.count("\n", i, end)
-            i = end
-        elif ch == "'" and _in_number(text, i):
-            i += 1
-        elif ch in "\"'":
-            j = _skip_quoted(text, i)
-            line += text.count("\n", i, j)  # a backslash-newline inside the literal
-            i = j
-        else:
-            i += 1
+    for tok in tokens(s):
+        if tok.kind == COMMENT and s.startswith("//", tok.start):
+            pieces = _physical_lines(src, tok.start + 2, tok.end)
+            out.append((pieces[0][0], pieces[0][1].lstrip("/!")))
+            out += pieces[1:]
+        elif tok.kind in (COMMENT, OPEN_COMMENT):
+            body_end = tok.end - 2 if tok.kind == COMMENT else tok.end
+            for k, (line, part) in enumerate(_physical_lines(src, tok.start + 2, body_end)):
+                part = part.lstrip("*!") if k == 0 else part
+                lead = part.lstrip(" \t")
+                out.append((line, lead[1:] if lead.startswith("*") and not lead.startswith("*/") else part))
     return out
 
 
-_RAW_PREFIX = re.compile(r"(?:u8|u|U|L)?R")
-_RAW_OPEN = re.compile(r'"([^()\\ \t\v\f\n"]{0,16})\(')
-
-
-def _word_before(text: str, i: int) -> str:
-    """The identifier characters just before index i, at most 4 (a raw string's prefix is 3 at most: u8R)."""
-    j = i
-    while j > 0 and i - j < 4 and (text[j - 1].isalnum() or text[j - 1] == "_"):
-        j -= 1
-    return text[j:i]
-
-
-def _in_number(text: str, i: int) -> bool:
-    """Whether the `'` at index i is a digit separator: inside a pp-number (a run of letters, digits, `.` and
-    `'` that starts with a digit) and followed by a digit or letter."""
-    if i + 1 >= len(text) or not text[i + 1].isalnum():
-        return False
-    j = i
-    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'"):
-        j -= 1
-        if i - j > 64:  # a number is not that long: a quote after a long word opens a literal
-            return False
-    return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
-
-
-def _skip_quoted(text: str, i: int) -> int:
-    """The index after the string or character literal that starts at i (its quote): at its closing quote, or
-    at the end of the line where it is not closed. A backslash escapes the next character, a newline too."""
-    ch, j, n = text[i], i + 1, len(text)
-    while j < n and text[j] != ch and text[j] != "\n":
-        j += 2 if text[j] == "\\" else 1
-    return j + 1
+def _physical_lines(src: Spliced, a: int, b: int) -> list[tuple[int, str]]:
+    """The spliced text from index a to b cut where the file's lines end (at a newline, dropped, and at a
+    line splice), as (1-based line in the file, text) pieces; one piece at least."""
+    s = src.s
+    cuts = [(k, 0) for k in src.splices[bisect.bisect_right(src.splices, a) : bisect.bisect_left(src.splices, b)]]
+    newline = s.find("\n", a, b)
+    while newline >= 0:
+        cuts.append((newline, 1))
+        newline = s.find("\n", newline + 1, b)
+    pieces, start = [], a
+    for at, width in sorted(cuts):
+        pieces.append((src.text_line(src.offset(start)), s[start:at]))
+        start = at + width
+    pieces.append((src.text_line(src.offset(start)), s[start:b]))
+    return pieces
 
 
 def find_row(text: str) -> StudentRow | None:
@@ -530,6 +499,13 @@ def table_line(body: str) -> bool:
     return numbers >= 3 and numbers >= len(cells) - numbers
 
 
+def _floor_words(m: re.Match) -> str:
+    """The copy floor's words in one spelling, ` copy floor `, keeping the `of` or `x` they begin with (`0.94
+    x copy` is ` 0.94  x copy floor `), which makes a number above 2 before them a fraction (parse_claim)."""
+    lead = m.group().split()[0].lower() if " " in m.group() else ""
+    return f" {lead} copy floor " if lead in ("of", "x") else " copy floor "
+
+
 def find_claim(text: str) -> StudentClaim | None:
     """The student's sentence from a plain comment: the first comment paragraph (consecutive comment lines)
     that speaks of the copy floor (copy floor, copyFloor, copy ceiling, x copy, 244.7) and states a fraction
@@ -554,7 +530,7 @@ def find_claim(text: str) -> StudentClaim | None:
         sentence = " ".join(lines)[:MAX_CLAIM_CHARS]
         if not _FLOOR_WORDS.search(sentence):
             continue
-        claim = parse_claim(_FLOOR_WORDS.sub(" copy floor ", sentence))
+        claim = parse_claim(_FLOOR_WORDS.sub(_floor_words, sentence))
         if claim.fraction is not None:
             return StudentClaim(raw=sentence, where=f"comment, line {line_no}", fraction=claim.fraction)
     return None

@@ -1,11 +1,12 @@
-"""The include policy: a small lexer for the C preprocessor's first phases, so no include form reaches NVRTC.
+"""The include policy over the C preprocessor's first phases, so no include form reaches NVRTC.
 
 NVRTC reads an absolute `#include` from disk and echoes the file's lines in its log (and a stringizing macro
 can print a whole included file inside an error message), so the grader must be sure that NVRTC opens no
 file. Text filters are bypassed by line splices, comments between `#` and the keyword, strings holding
-`/*`, carriage returns, digit separators and macro tricks. Instead this module does what the compiler
-does, in order (C++17 [lex.phases]), and where NVRTC departs from the standard it follows NVRTC (each rule
-below was checked against NVRTC 13 with an `#warning` canary; tests/test_directives.py holds one case each):
+`/*`, carriage returns, digit separators and macro tricks. Instead the text is read as the compiler reads
+it, in order (C++17 [lex.phases]), and where NVRTC departs from the standard as NVRTC reads it (each rule
+was checked against NVRTC 13 with an `#warning` canary; tests/test_directives.py holds one case each).
+grader.lexer does the reading, for every reader of a submission:
 
 1. line endings: CR LF and lone CR become LF (NVRTC treats CR as a line end or a blank, and a filter that
    does not know that is bypassed); a UTF-8 byte order mark is dropped;
@@ -13,25 +14,29 @@ below was checked against NVRTC 13 with an `#warning` canary; tests/test_directi
    newline is no splice for NVRTC (it warns and ends the line there), so it is none here either;
 3. tokens: comments, string and character literals (raw strings too, and a user-defined-literal suffix
    such as the `R` of `""R`, which therefore starts no raw string), pp-numbers and identifiers (ASCII only:
-   NVRTC calls any other character an unrecognized token) are skipped as units, so a `#` or `/*` inside one
-   of them is never mistaken for code. An escape does not reach over a newline: a literal whose last
-   character is a backslash ends at the line's end, as NVRTC's does.
+   NVRTC calls any other character an unrecognized token) are units, so a `#` or `/*` inside one of them
+   is never mistaken for code. An escape does not reach over a newline: a literal whose last character is
+   a backslash ends at the line's end, as NVRTC's does.
+
+This module is the policy over those tokens.
 
 A `#` or `%:` that is the first token of a line starts a directive. For NVRTC a comment that spans lines
 also starts a new line (`int x; /*` newline `*/ #include` is a directive), except inside a directive.
 Allowed: define, undef, if, ifdef, ifndef, elif, else, endif, pragma, error, warning and the null directive;
-an `#include` of an allow-listed header (its text is blanked from the `#` to the line's end, so a comment
-closing before it on that line stays closed: nothing is read); everything else (include, include_next,
+an `#include` of an allow-listed header on a plain line (`<name>` or `"name"`, then only blanks and
+comments that close on the line; its text is blanked from the `#` to the line's end, so a comment closing
+before it on that line stays closed: nothing is read); everything else (include, include_next,
 import, embed, line, a line marker `# 1 "file"`, unknown names) is refused. Anywhere in code,
 `__has_include`, `__has_include_next` and `__has_embed` are refused, and so is token pasting (`##`,
-`%:%:`), which can build them.
+`%:%:`, and `#%:`, `%:#`, looked for at every character of punctuation), which can build them.
 
 Refused too, because NVRTC reads them in ways a lexer cannot follow exactly, and no working submission needs
 them: a backslash outside a literal or comment (a stray one, one followed by blanks at a line's end, or a
 universal character name such as `\\u0041` in code: NVRTC makes `\\uR` an identifier, so `\\uR"(` starts
-no raw string); a line splice inside a raw string literal; a name right after a character literal (NVRTC
-takes it as a suffix after `'a'` but not after `''`); trigraphs; and digit separators that NVRTC could
-read in more than one way. NVRTC takes the `'` after a number's digits into the number in live code
+no raw string); a malformed raw string (a delimiter over 16 characters or with a character NVRTC calls
+invalid there, such as `$`: grader.lexer's BAD_RAW), an unterminated one, and a line splice inside one; a
+name right after a character literal (NVRTC takes it as a suffix after `'a'` but not after `''`);
+trigraphs; and digit separators that NVRTC could read in more than one way. NVRTC takes the `'` after a number's digits into the number in live code
 (`1'+'/*'` holds no comment there, and `1e'+` goes on as an exponent), only before a digit or letter in a
 live directive, and never in a skipped group (`#if 0`), where it opens a character literal. So a `'` after
 a number that is not followed by a digit, letter or `_` is refused, and since which groups are skipped is
@@ -41,14 +46,16 @@ comment closed on the same line, is fine).
 
 The text NVRTC compiles is exactly the text scanned here (grader.source compiles `normalized`).
 `Scan.directives` lists every directive the lexer saw, which is how benchmarks/fuzz_lexer.py compares
-this lexer with NVRTC.
+this lexer with NVRTC. Linear in the text's length.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
+
+from grader.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, LITERALS, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW,
+                          OTHER, PUNCT, RAW, STRING, Spliced, Token, literal_quote, normalize, token_at)
 
 ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h",
                               "cfloat", "limits.h", "climits"})
@@ -76,20 +83,10 @@ ALLOWED_DIRECTIVES = frozenset({"define", "undef", "if", "ifdef", "ifndef", "eli
                                 "pragma", "error", "warning"})
 FORBIDDEN_IDENTIFIERS = frozenset({"__has_include", "__has_include_next", "__has_embed"})
 
-_SPLICE = re.compile(r"\\\n")
-_BLANK = re.compile(r"[ \t\f\v]+")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A pp-number, taking every `'` after its first digit as a digit separator. NVRTC does so in live code
-# (and reads `1e'+` on as an exponent's sign in decimals but not in hex); in a live directive it takes a `'`
-# only before a digit, letter or `_`; in a skipped group (`#if 0`) never: there the `'` opens a literal.
-# A `'` that is not followed by a digit, letter or `_` is refused, so the first two readings are one.
-_PP_NUMBER = re.compile(r"\.?[0-9](?:[eEpP][+-]|'|[A-Za-z0-9_.])*")
-_PP_NUMBER_SKIPPED = re.compile(r"\.?[0-9](?:[eEpP][+-]|[A-Za-z0-9_.])*")
-_LOOSE_SEPARATOR = re.compile(r"'(?![A-Za-z0-9_])")
-_RAW_PREFIX = re.compile(r"(?:u8|u|U|L)?R\"")
 _PASTES = ("%:%:", "##", "#%:", "%:#")
+_HASHES = ("#", "%:")
 _TRIGRAPH_ENDS = frozenset("=/'()!<>-")
-_ALLOWED_INCLUDE = re.compile(r"[ \t\f\v]*[<\"]([A-Za-z0-9_.]+)[>\"][ \t\f\v]*(?://[^\n]*|/\*[^\n]*?\*/[ \t]*)?$")
+_HEADER_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 Refusal = tuple[int, str, str]
 
@@ -101,13 +98,15 @@ class Directive:
     line: 1-based line of its `#` (or `%:`) in the normalized text; offset: that character's index in the
     normalized text; name: the directive's name ('define', 'include', ...), '' for the null directive, or
     the token that stood where a name should be (a line marker's number, `##`); text: the rest of its logical
-    line after the name, splices removed (for `#warning X`, ' X').
+    line after the name, splices removed (for `#warning X`, ' X'); header: for an allowed `#include`, the
+    header it names ('cstdio'), else ''.
     """
 
     line: int
     offset: int
     name: str
     text: str
+    header: str = ""
 
 
 @dataclass
@@ -128,14 +127,10 @@ class Scan:
     listed_before: int | None = None
 
 
-def normalize(text: str) -> str:
-    """Drop a leading byte order mark; turn CR LF and lone CR into LF."""
-    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-
-
 def scan(text: str, allowed: frozenset[str] = ALLOWED_INCLUDES) -> Scan:
     """Scan `text` (any line endings) and return its normalized form with allowed includes blanked, or the
     first refused construct with its 1-based line in the normalized text. Never raises for any input text.
+    Linear in the length of `text`.
 
     allowed: the header names an `#include` may name (ALLOWED_INCLUDES; grader.program passes
     PROGRAM_INCLUDES for a whole program). Every other include form is refused whatever `allowed` holds."""
@@ -144,46 +139,33 @@ def scan(text: str, allowed: frozenset[str] = ALLOWED_INCLUDES) -> Scan:
     stop, refusal = lexer.run(0)
     if refusal:
         return Scan(refusal=refusal, directives=lexer.directives, listed_before=min(refusal[0], lexer.line(stop)))
-    out = list(text)
+    pieces: list[str] = []
     blanked: set[int] = set()
+    pos = 0
     for start, end in lexer.blank_spans:
-        for k in range(start, end):
-            if out[k] != "\n":
-                out[k] = " "
-        blanked.update(range(text.count("\n", 0, start) + 1, text.count("\n", 0, max(start, end - 1)) + 2))
-    return Scan(normalized="".join(out), blanked=sorted(blanked), directives=lexer.directives)
+        pieces += [text[pos:start], "\n".join(" " * len(part) for part in text[start:end].split("\n"))]
+        pos = end
+        blanked.update(range(lexer.src.text_line(start), lexer.src.text_line(max(start, end - 1)) + 1))
+    pieces.append(text[pos:])
+    return Scan(normalized="".join(pieces), blanked=sorted(blanked), directives=lexer.directives)
 
 
 class _Lexer:
-    """Lexes the spliced text; `lines[k]` and `offsets[k]` are the normalized text's line and index of spliced
-    character k, `splices` the spliced indices a splice was removed just before."""
+    """The include policy over the tokens of the spliced text (grader.lexer): `src` maps their indices
+    back to the normalized text's offsets and lines."""
 
     def __init__(self, text: str, allowed: frozenset[str] = ALLOWED_INCLUDES) -> None:
         self.allowed = allowed
-        pieces, self.lines, self.offsets, self.splices = [], [], [], []
-        pos, line, length = 0, 1, 0
-        for m in [*_SPLICE.finditer(text), None]:
-            stop = len(text) if m is None else m.start()
-            for k in range(pos, stop):
-                self.lines.append(line)
-                self.offsets.append(k)
-                line += text[k] == "\n"
-            pieces.append(text[pos:stop])
-            length += stop - pos
-            if m is not None:
-                self.splices.append(length)
-                line += 1
-                pos = m.end()
-        self.s = "".join(pieces)
-        self.text = text
+        self.src = Spliced(text)
+        self.s = self.src.s
         self.blank_spans: list[tuple[int, int]] = []
         self.directives: list[Directive] = []
 
     def line(self, at: int) -> int:
-        return self.lines[min(at, len(self.lines) - 1)] if self.lines else 1
+        return self.src.line(at)
 
     def offset(self, at: int) -> int:
-        return self.offsets[at] if at < len(self.offsets) else len(self.text)
+        return self.src.offset(at)
 
     def run(self, start: int, *, skipped: bool = False, probe: bool = False, line_start: bool = True,
             in_directive: bool = False) -> tuple[int, Refusal | None]:
@@ -198,84 +180,76 @@ class _Lexer:
         s, n, i = self.s, len(self.s), start
         checked_to = -1  # both readings of digit separators agree up to here
         while i < n:
-            c = s[i]
-            if c == "\n":
-                i += 1
-                if probe:
-                    return i, None
+            tok = token_at(s, i, skipped=skipped)
+            kind = tok.kind
+            if kind == NEWLINE or (kind == COMMENT and not in_directive and s.find("\n", i, tok.end) >= 0):
+                if probe:  # NVRTC: a comment spanning lines ends the line too, outside a directive
+                    return tok.end, None
                 line_start, in_directive = True, False
-            elif c in " \t\f\v":
-                i += 1
-            elif s.startswith("//", i):
-                end = s.find("\n", i)
-                i = n if end < 0 else end
-            elif s.startswith("/*", i):
-                end = s.find("*/", i + 2)
-                if end < 0:
-                    return i, (self.line(i), "/*", "unterminated comment")
-                if not in_directive and s.find("\n", i, end) >= 0:
-                    if probe:
-                        return end + 2, None
-                    line_start = True  # NVRTC: a comment spanning lines ends the line, outside a directive
-                i = end + 2
-            elif s.startswith(_PASTES, i):
-                token = next(p for p in _PASTES if s.startswith(p, i))
-                return i, (self.line(i), token, ("token pasting is not allowed in a submission (it can build "
-                                                 "`__has_include`); write the names out"))
-            elif s.startswith("??", i) and s[i + 2 : i + 3] in _TRIGRAPH_ENDS:
-                return i, (self.line(i), s[i : i + 3], "trigraphs are not allowed in a submission")
-            elif c == "#" or s.startswith("%:", i):
-                width = 1 if c == "#" else 2
-                if line_start and not probe:
-                    i, refusal = self.directive(i, width)
+            elif kind == OPEN_COMMENT:
+                return i, (self.line(i), "/*", "unterminated comment")
+            elif kind not in (BLANK, COMMENT):
+                refused = self.refused(tok, skipped)
+                if refused:
+                    return refused
+                if line_start and not probe and kind == PUNCT and tok.text(s) in _HASHES:
+                    i, refusal = self.directive(i, tok.end - i)
                     if refusal:
                         return i, refusal
-                    in_directive = True
-                else:
-                    i += width
-                line_start = False
-            elif c == "\\":
-                return i, self.backslash(i)
-            elif c in "\"'":
-                end = self.literal(i, c)
-                if c == "'" and s[end - 1] == "'" and end - 1 > i and _IDENT.match(s, end):
-                    # NVRTC takes a suffix after some character literals and not after others ('' or too
-                    # long), so `''R"(` may or may not open a raw string.
-                    return i, (self.line(i), s[i:end] + _IDENT.match(s, end).group(0), (
-                        "a name right after a character literal (a user-defined-literal suffix) is not allowed "
-                        "in a submission"))
-                i = self.suffix(end)
-                line_start = False
-            elif _RAW_PREFIX.match(s, i):
-                end, refusal = self.raw_string(i, _RAW_PREFIX.match(s, i).end())
-                if refusal:
-                    return i, refusal
-                i = self.suffix(end)
-                line_start = False
-            elif (m := (_PP_NUMBER_SKIPPED if skipped else _PP_NUMBER).match(s, i)):
-                if not skipped and _LOOSE_SEPARATOR.search(m.group(0)):
-                    return i, (self.line(i), m.group(0), (
-                        "a digit separator (') must stand between digits: NVRTC reads a number followed by a "
-                        "quote one way in code, another in directives and a third in `#if 0` groups"))
-                if "'" in m.group(0) and not probe and i >= checked_to:
+                    line_start, in_directive = False, True
+                    continue
+                if kind == NUMBER and "'" in tok.text(s) and not probe and i >= checked_to:
                     checked_to, refusal = self.separator_readings(i, in_directive)
                     if refusal:
                         return i, refusal
-                i = m.end()
                 line_start = False
-            elif (m := _IDENT.match(s, i)):
-                word = m.group(0)
-                if s.startswith(("\"", "'"), m.end()) and word in ("u8", "u", "U", "L"):
-                    i = m.end()  # an encoding prefix: the literal follows
-                    continue
-                if word in FORBIDDEN_IDENTIFIERS:
-                    return i, (self.line(i), word, "`__has_include` and its kind probe files on the grading machine")
-                i = m.end()
-                line_start = False
-            else:
-                i += 1
-                line_start = False
+            i = tok.end
         return n, None
+
+    def refused(self, tok: Token, skipped: bool) -> tuple[int, Refusal] | None:
+        """Where in a token of code (not a blank or comment) a refused construct starts, and the refusal;
+        None when the token is not refused."""
+        s, at, kind = self.s, tok.start, tok.kind
+        text = tok.text(s)
+        if kind == PUNCT:
+            return self.punctuator(tok)
+        if kind == OTHER:
+            return (at, self.backslash(at)) if text == "\\" else None
+        if kind == IDENT:
+            word = text.split("\\", 1)[0]
+            if word in FORBIDDEN_IDENTIFIERS:
+                return at, (self.line(at), word, "`__has_include` and its kind probe files on the grading machine")
+            return (at + len(word), self.backslash(at + len(word))) if len(word) < len(text) else None
+        if kind == CHAR and tok.suffix not in (-1, tok.end):
+            # NVRTC takes a suffix after some character literals and not after others ('' or too long), so
+            # `''R"(` may or may not open a raw string.
+            quote = literal_quote(s, tok)
+            return quote, (self.line(quote), s[quote : tok.end], (
+                "a name right after a character literal (a user-defined-literal suffix) is not allowed in a "
+                "submission"))
+        if kind in (RAW, BAD_RAW, OPEN_RAW):
+            refusal = self.raw_refusal(tok)
+            return (at, refusal) if refusal else None
+        if kind == NUMBER and not skipped and _loose_separator(text):
+            return at, (self.line(at), text, (
+                "a digit separator (') must stand between digits: NVRTC reads a number followed by a quote one "
+                "way in code, another in directives and a third in `#if 0` groups"))
+        return None
+
+    def punctuator(self, tok: Token) -> tuple[int, Refusal] | None:
+        """Where token pasting (`##`, `%:%:`, `#%:`, `%:#`) or a trigraph starts in a punctuator, and its
+        refusal; None when there is none."""
+        s, at = self.s, tok.start
+        # Looked for at every character, as if punctuators were read one character at a time: `<%:%:` is
+        # `<%` `:` `%:` by maximal munch, and refused all the same.
+        for k in range(at, tok.end):
+            paste = next((p for p in _PASTES if s.startswith(p, k)), None)
+            if paste:
+                return k, (self.line(k), paste, ("token pasting is not allowed in a submission (it can build "
+                                                 "`__has_include`); write the names out"))
+        if s.startswith("??", at) and s[at + 2 : at + 3] in _TRIGRAPH_ENDS:
+            return at, (self.line(at), s[at : at + 3], "trigraphs are not allowed in a submission")
+        return None
 
     def separator_readings(self, at: int, in_directive: bool) -> tuple[int, Refusal | None]:
         """Lex the rest of the line from the pp-number at `at` as NVRTC does in live code (or a live
@@ -288,8 +262,7 @@ class _Lexer:
         if refusal:
             return at, refusal
         if end_live != end_skipped:
-            m = _PP_NUMBER.match(self.s, at)
-            return at, (self.line(at), m.group(0), (
+            return at, (self.line(at), token_at(self.s, at).text(self.s), (
                 "NVRTC reads a digit separator as a character literal's quote in an `#if 0` group, and on this "
                 "line that changes where a comment or literal ends; use no digit separator here, or end the "
                 "comment on this line"))
@@ -298,8 +271,8 @@ class _Lexer:
     def backslash(self, at: int) -> Refusal:
         """The refusal for a backslash outside a literal or comment at spliced index `at`."""
         s = self.s
-        blank = _BLANK.match(s, at + 1)
-        if blank and (blank.end() == len(s) or s[blank.end()] == "\n"):
+        after = token_at(s, at + 1) if at + 1 < len(s) else None
+        if after and after.kind == BLANK and (after.end == len(s) or s[after.end] == "\n"):
             return self.line(at), "\\", ("a backslash followed by spaces or tabs at a line's end: NVRTC does not "
                                          "join the lines; delete the blanks after the backslash")
         if s[at + 1 : at + 2] in ("u", "U"):
@@ -310,30 +283,63 @@ class _Lexer:
         """Read the directive whose `#` is at `at`; return where lexing goes on, and a refusal if any."""
         s = self.s
         j = self.skip_gap(at + width)
-        m = _IDENT.match(s, j)
         eol = s.find("\n", j)
         eol = len(s) if eol < 0 else eol
-        name = m.group(0) if m else s[j : j + 1] if j < eol else ""
-        after = m.end() if m else min(j + 1, eol)
-        self.directives.append(Directive(self.line(at), self.offset(at), name, s[after:eol]))
-        if m is None:
+        word = self.name_at(j) if j < eol else ""
+        name = (word or s[j : j + 1]) if j < eol else ""
+        after = j + len(word) if word else min(j + 1, eol)
+        header = self.include_header(after, eol) if word == "include" else ""
+        self.directives.append(Directive(self.line(at), self.offset(at), name, s[after:eol], header))
+        if not word:
             if j >= eol:
                 return j, None  # the null directive
             if s[j].isdigit():
                 return at, (self.line(at), s[at : j + 1].strip(), "line markers are not allowed in a submission")
             return at, (self.line(at), s[at : j + 1], "not a directive a submission may use")
         if name in ALLOWED_DIRECTIVES:
-            return m.end(), None
-        if name == "include":
-            rest = s[m.end() : eol]
-            inc = _ALLOWED_INCLUDE.match(rest)
-            if inc and inc.group(1) in self.allowed and "/*" not in rest[: inc.start(1)]:
-                # Blank from the `#` to the line's end only: text before the `#` (a comment's `*/`) stays.
-                self.blank_spans.append((self.offset(at), self.offset(eol)))
-                return eol, None
+            return after, None
+        if header:
+            # Blank from the `#` to the line's end only: text before the `#` (a comment's `*/`) stays.
+            self.blank_spans.append((self.offset(at), self.offset(eol)))
+            return eol, None
         return at, (self.line(at), f"{s[at:at + width]}{name}", (
             self.include_refusal() if name in ("include", "include_next", "import", "embed")
             else f"the directive `{name}` is not allowed in a submission"))
+
+    def name_at(self, j: int) -> str:
+        """The ASCII name that starts at spliced index `j`: an identifier up to any backslash in it, or a
+        literal's encoding prefix (`u8` of `u8"x"`, `R` of `R"(`); '' when no name starts there."""
+        tok = token_at(self.s, j)
+        if tok.kind == IDENT:
+            return tok.text(self.s).split("\\", 1)[0]
+        return self.s[j : literal_quote(self.s, tok)] if tok.kind in LITERALS else ""
+
+    def include_header(self, after: int, eol: int) -> str:
+        """The header an `#include` names on its line, from spliced index `after` (past `include`) to `eol`,
+        when the line is a plain one (blanks, `<name>` or `"name"`, then blanks and comments that close on
+        the line) and the name is allowed; else ''."""
+        s, i, toks = self.s, after, []
+        while i < eol:
+            tok = token_at(s, i)
+            if tok.end > eol:  # a comment or literal that goes on past the line
+                return ""
+            toks.append(tok)
+            i = tok.end
+        k = 1 if toks and toks[0].kind == BLANK else 0
+        if k == len(toks):
+            return ""
+        first = toks[k]
+        if first.kind == STRING and s[first.start] == '"' and first.suffix == first.end:
+            name, rest = s[first.start + 1 : first.end - 1], toks[k + 1 :]
+        elif first.kind == PUNCT and first.text(s) == "<":
+            close = next((m for m in range(k + 1, len(toks)) if toks[m].text(s) == ">"), None)
+            if close is None:
+                return ""
+            name, rest = s[first.end : toks[close].start], toks[close + 1 :]
+        else:
+            return ""
+        plain = name and set(name) <= _HEADER_CHARS and all(t.kind in (BLANK, COMMENT) for t in rest)
+        return name if plain and name in self.allowed else ""
 
     def include_refusal(self) -> str:
         """Why an include is refused: the exercise's allow-list, or the whole program's (grader.program)."""
@@ -346,52 +352,31 @@ class _Lexer:
                 "into the file")
 
     def skip_gap(self, j: int) -> int:
-        s = self.s
-        while j < len(s):
-            b = _BLANK.match(s, j)
-            if b:
-                j = b.end()
-            elif s.startswith("/*", j):
-                end = s.find("*/", j + 2)
-                j = len(s) if end < 0 else end + 2
-            else:
+        """Past the blanks and block comments (closed or not) from spliced index `j`."""
+        while j < len(self.s):
+            tok = token_at(self.s, j)
+            if not (tok.kind in (BLANK, OPEN_COMMENT) or (tok.kind == COMMENT and self.s.startswith("/*", j))):
                 break
+            j = tok.end
         return j
 
-    def literal(self, at: int, quote: str) -> int:
-        """End of the string or character literal opened at `at`: after its closing quote, or at the line's
-        end when it has none (NVRTC reports it and goes on with the next line). An escape never takes a
-        newline, so a backslash that ends the line (left by `\\\\` before a splice) does not continue it."""
-        s, j, n = self.s, at + 1, len(self.s)
-        while j < n and s[j] != "\n":
-            if s[j] == "\\" and j + 1 < n and s[j + 1] != "\n":
-                j += 2
-                continue
-            if s[j] == quote:
-                return j + 1
-            j += 1
-        return j
-
-    def suffix(self, end: int) -> int:
-        """After a string literal ending at `end`: the end of its user-defined-literal suffix (`""R` is a
-        string with suffix R for NVRTC, so `""R"(` starts no raw string), or `end` when it has none."""
-        m = _IDENT.match(self.s, end)
-        return m.end() if m and end > 0 and self.s[end - 1] == '"' else end
-
-    def raw_string(self, at: int, body: int) -> tuple[int, Refusal | None]:
-        """End of the raw string literal whose prefix is at `at` and whose delimiter starts at `body`."""
-        s = self.s
-        open_paren = s.find("(", body)
-        delim = s[body:open_paren] if open_paren >= 0 else ""
-        if open_paren < 0 or len(delim) > 16 or any(ch in delim for ch in " ()\\\t\v\f\n"):
-            return at, (self.line(at), s[at:body], "malformed raw string literal")
-        end = s.find(")" + delim + '"', open_paren + 1)
-        if end < 0:
-            return at, (self.line(at), s[at:body], "unterminated raw string literal")
-        end += len(delim) + 2
-        k = bisect.bisect_right(self.splices, at)
-        if k < len(self.splices) and self.splices[k] < end:
+    def raw_refusal(self, tok: Token) -> Refusal | None:
+        """The refusal of a raw string literal: malformed, unterminated, or holding a line splice; else None."""
+        at, body = tok.start, literal_quote(self.s, tok) + 1
+        if tok.kind == BAD_RAW:
+            return self.line(at), self.s[at:body], "malformed raw string literal"
+        if tok.kind == OPEN_RAW:
+            return self.line(at), self.s[at:body], "unterminated raw string literal"
+        k = bisect.bisect_right(self.src.splices, at)
+        if k < len(self.src.splices) and self.src.splices[k] < tok.suffix:
             # NVRTC undoes some splices inside a raw string and not others: where it ends is not certain.
-            return at, (self.line(at), s[at:body], "a line splice (a backslash ending a line) inside a raw string "
-                                                   "literal is not allowed in a submission")
-        return end, None
+            return self.line(at), self.s[at:body], ("a line splice (a backslash ending a line) inside a raw "
+                                                    "string literal is not allowed in a submission")
+        return None
+
+
+def _loose_separator(number: str) -> bool:
+    """Whether a pp-number holds a `'` that no digit, letter or `_` follows."""
+    return any(ch == "'" and not (k + 1 < len(number) and (number[k + 1].isascii() and number[k + 1].isalnum()
+                                                          or number[k + 1] == "_"))
+               for k, ch in enumerate(number))

@@ -26,8 +26,8 @@ text, by the same lexer with the exercise's own allow-list, and NVRTC compiles e
 returned. The only text not scanned is the grader's own `#line N "name"` before each piece (so diagnostics
 keep the student's line numbers): each stands where the scan saw a placeholder directive on a line of its own.
 
-This is not a C++ parser. The tokens (grader.program_tokens: comments, literals, preprocessor lines, the
-`#if` branches NVRTC certainly skips) are split into declarations at `;` or `}` at depth 0 (a namespace or
+This is not a C++ parser. The tokens (grader.program_tokens: grader.lexer's, the include policy's own, with
+preprocessor lines and the `#if` branches NVRTC certainly skips told apart) are split into declarations at `;` or `}` at depth 0 (a namespace or
 `extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it.
 Everything is linear in the file's length: every token is looked at a bounded number of times, and every name
 is resolved once.
@@ -88,7 +88,6 @@ _TYPE_WORDS = frozenset({"void", "bool", "char", "short", "int", "long", "float"
 _VECTOR_TYPE = re.compile(r"u?(?:char|short|int|long|longlong)[1-4]|(?:float|double)[1-4]", re.ASCII)
 _MAX_KERNEL_DEFINITIONS = 16
 _NOT_PLAIN = frozenset({"typedef", "using", "namespace", "template", "extern", "static_assert"})
-_BLANKS = re.compile(r"[ \t\f\v\n]*")
 
 
 @dataclass(frozen=True)
@@ -199,13 +198,7 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
 
 def _headers(result: Scan) -> tuple[str, ...]:
     """The header names of the allowed includes `result`'s scan blanked, in order, each once."""
-    seen: dict[str, None] = {}
-    for d in result.directives:
-        if d.name == "include":
-            m = re.search(r"[<\"]([A-Za-z0-9_.]+)[>\"]", d.text)
-            if m:
-                seen.setdefault(m.group(1))
-    return tuple(seen)
+    return tuple(dict.fromkeys(d.header for d in result.directives if d.header))
 
 
 class _Unsplittable(Exception):
@@ -996,7 +989,7 @@ class _Program:
         end = -1
         for first, last in pieces:
             a, b = self.tokens.offset(self.starts[first]), self.tokens.offset(self.ends[last] - 1) + 1
-            if end >= 0 and a >= end and _BLANKS.fullmatch(text, end, a):
+            if end >= 0 and a >= end and not text[end:a].strip(" \t\f\v\n"):
                 chunk = text[end:b]
             else:
                 lead = "\n" if out else ""

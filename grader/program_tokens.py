@@ -11,37 +11,55 @@ mark) and the offsets where that scan saw a directive, and gives:
 - the tokens of `#if` branches NVRTC certainly skips dropped (the conditional directives stay), and each
   token's `#if` branch node in `nodes`, so grader.program can tell alternatives apart.
 
-It knows comments, string, character and raw string literals, numbers with digit separators, digraphs and
-preprocessor lines: enough to split a program into declarations, not a C++ lexer. Linear in the text's length.
+The tokens are grader.lexer's, the same the include policy read, less comments and blanks; for the
+splitter, punctuators other than `::` and `->` are given one character at a time (`>>` closes two template
+argument lists, `<<<` opens a launch), and the bracket digraphs as their brackets (`<%` is `{`, `<:` is
+`[`). Enough to split a program into declarations, not a C++ parser. Linear in the text's length.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+
+from grader.lexer import GAPS, IDENT, LITERALS, NEWLINE, NUMBER, PUNCT, Spliced, Token, tokens
 
 CONDITIONALS = frozenset({"if", "ifdef", "ifndef", "elif", "else", "endif", "elifdef", "elifndef"})
 """The conditional directives' names."""
 
-_TOKEN = re.compile("|".join((
-    r"(?P<p1>[{}()\[\];,=*&+!?~^|>])",  # punctuators that start no longer token: the common case first
-    r"(?P<nl>\n)",
-    r"(?P<skip>[ \t\f\v]+|//[^\n]*|/\*[\s\S]*?\*/)",
-    r'(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\ \t\v\f\n"]{0,16})\([\s\S]*?\)(?P=delim)"(?:[A-Za-z_]\w*)?)',
-    r'(?P<str>(?:u8|u|U|L)?"(?:[^"\\\n]|\\[^\n]|\\(?=\n))*(?:"(?:[A-Za-z_]\w*)?)?)',
-    r"(?P<chr>(?:u8|u|U|L)?'(?:[^'\\\n]|\\[^\n]|\\(?=\n))*'?)",
-    r"(?P<num>\.?[0-9](?:[eEpP][+-]|'|[A-Za-z0-9_.])*)",
-    r"(?P<id>[A-Za-z_]\w*)",
-    r"(?P<p>::|->|<%|%>|%:|[\s\S])",
-)), re.ASCII)
-_KIND = {"p1": "p", "raw": "s", "str": "s", "chr": "s", "num": "n", "id": "i", "p": "p"}
+_DIGRAPHS = {"<%": "{", "%>": "}", "<:": "[", ":>": "]"}
+
+
+def _punctuator_pieces(text: str) -> list[tuple[str, int]]:
+    """A punctuator as the splitter reads it, as (text, width in the source) pieces: `::`, `->` and `%:`
+    whole, a bracket digraph as its bracket, anything else one character at a time (`->*` is `->` `*`,
+    `<<=` is `<` `<` `=`)."""
+    if text in _DIGRAPHS:
+        return [(_DIGRAPHS[text], 2)]
+    pieces, k = [], 0
+    while k < len(text):
+        width = 2 if text[k : k + 2] in ("::", "->", "%:") else 1
+        pieces.append((text[k : k + width], width))
+        k += width
+    return pieces
+
+
+def _pieces(s: str, tok: Token) -> Iterator[tuple[str, str, int, int]]:
+    """(kind, text, start, end) of the splitter's tokens in one of grader.lexer's: kind 'i' identifier, 'p'
+    punctuator (or any other character), 's' literal, 'n' number."""
+    kind = tok.kind
+    if kind == PUNCT and tok.end - tok.start > 1:
+        at = tok.start
+        for piece, width in _punctuator_pieces(tok.text(s)):
+            yield "p", piece, at, at + width
+            at += width
+        return
+    letter = "i" if kind == IDENT else "n" if kind == NUMBER else "s" if kind in LITERALS else "p"
+    yield letter, tok.text(s), tok.start, tok.end
+
 
 _NVRTC_PREDEFINED = frozenset({"__CUDACC__", "__CUDA_ARCH__", "__CUDACC_RTC__", "__cplusplus"})
 """Macros NVRTC defines with a nonzero value (checked with NVRTC 13). Its built-in headers define many more,
 some without a leading underscore (CUDART_VERSION, NULL, assert): compiler_defines tells those."""
-_DEFINED = re.compile(r"(! )?defined (?:\( (\w+) \)|(\w+))", re.ASCII)
-_BARE_NAME = re.compile(r"(! )?()([A-Za-z_]\w*)", re.ASCII)
 
 
 class Tokens:
@@ -57,38 +75,21 @@ class Tokens:
                  defined_before: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.compiler_defines, self.defined_before = compiler_defines, defined_before
-        self.newlines = [m.start() for m in re.finditer("\n", text)]
-        self._splice_map()
-        starts = {self._spliced_at(o) for o in directive_offsets if text.startswith(("#", "%:"), o)}
+        self.spliced = Spliced(text)
+        self.s = self.spliced.s
+        starts = {self.spliced.index(o) for o in directive_offsets if text.startswith(("#", "%:"), o)}
         self._tokenize(starts)
         self._live_tokens()
 
     # --- text positions ---------------------------------------------------------------------------------
 
-    def _splice_map(self) -> None:
-        """The text with line splices removed (`self.s`), and the segments that map its indices back."""
-        pieces, self.seg_spliced, self.seg_text = [], [0], [0]
-        pos = length = 0
-        for m in re.finditer(r"\\\n", self.text):
-            pieces.append(self.text[pos:m.start()])
-            length += m.start() - pos
-            pos = m.end()
-            self.seg_spliced.append(length)
-            self.seg_text.append(pos)
-        pieces.append(self.text[pos:])
-        self.s = "".join(pieces)
-
     def offset(self, k: int) -> int:
         """The index in the text of spliced index k."""
-        j = bisect.bisect_right(self.seg_spliced, k) - 1
-        return self.seg_text[j] + k - self.seg_spliced[j]
-
-    def _spliced_at(self, offset: int) -> int:
-        j = bisect.bisect_right(self.seg_text, offset) - 1
-        return self.seg_spliced[j] + offset - self.seg_text[j]
+        return self.spliced.offset(k)
 
     def line(self, offset: int) -> int:
-        return bisect.bisect_right(self.newlines, offset - 1) + 1
+        """The 1-based line of the text's character at `offset`."""
+        return self.spliced.text_line(offset)
 
     def tok_line(self, t: int) -> int:
         """The 1-based line of token t in the student's file."""
@@ -107,32 +108,28 @@ class Tokens:
         ends: list[int] = []
         subs: dict[int, list] = {}
         current: list | None = None
-        kind_of = _KIND
-        for m in _TOKEN.finditer(self.s):
-            group = m.lastgroup
-            if group == "skip":
+        for tok in tokens(self.s):
+            if tok.kind in GAPS:
                 continue
-            if group == "nl":
+            if tok.kind == NEWLINE:
                 current = None
                 continue
-            start, end = m.span()
-            if current is None and start not in directive_starts:
-                kinds.append(kind_of[group])
-                texts.append(m.group())
-                starts.append(start)
-                ends.append(end)
-                continue
-            tok = (kind_of[group], m.group(), start, end)
-            if current is None:  # a directive starts: one token to the end of its logical line
-                current = [tok]
-                subs[len(kinds)] = current
-                kinds.append("d")
-                texts.append("")
-                starts.append(start)
-                ends.append(end)
-            else:
-                current.append(tok)
-                ends[-1] = end
+            for piece in _pieces(self.s, tok):
+                if current is None and piece[2] not in directive_starts:
+                    kinds.append(piece[0])
+                    texts.append(piece[1])
+                    starts.append(piece[2])
+                    ends.append(piece[3])
+                elif current is None:  # a directive starts: one token to the end of its logical line
+                    current = [piece]
+                    subs[len(kinds)] = current
+                    kinds.append("d")
+                    texts.append("")
+                    starts.append(piece[2])
+                    ends.append(piece[3])
+                else:
+                    current.append(piece)
+                    ends[-1] = piece[3]
         for t, sub in subs.items():
             texts[t] = sub[1][1] if len(sub) > 1 and sub[1][0] == "i" else ""
         self.kinds, self.texts, self.starts, self.ends, self.subs = kinds, texts, starts, ends, subs
@@ -141,15 +138,8 @@ class Tokens:
         """Drop the tokens of the `#if` branches NVRTC certainly skips (see `_condition`), keeping the
         conditional directives themselves, and give every token the node of the `#if` branches around it
         (`self.nodes`, for telling alternatives apart)."""
-        kinds, texts, starts, ends, subs = self.kinds, self.texts, self.starts, self.ends, self.subs
-        self.file_macros = {sub[2][1] for t, sub in subs.items()
-                            if texts[t] in ("define", "undef") and len(sub) > 2 and sub[2][0] == "i"}
-        self.file_macros |= self.defined_before
-        tested = frozenset(x[1] for t, sub in subs.items() if texts[t] in CONDITIONALS for x in sub[2:]
-                           if x[0] == "i" and not x[1].startswith("_") and x[1] not in self.file_macros
-                           and x[1] not in ("defined", "true", "false"))
-        self.compiler_defined = (self.compiler_defines(tested) if self.compiler_defines else None) \
-            if tested else frozenset()
+        kinds, texts, subs = self.kinds, self.texts, self.subs
+        self._known_names()
         keep: list[int] = []
         nodes: list[tuple | None] = []
         stack: list[list] = []  # per group: [id, branch, taken, dead, node before the group]
@@ -188,12 +178,23 @@ class Tokens:
                 keep.append(t)
                 nodes.append(node)
         if len(keep) != len(kinds):
-            self.kinds = [kinds[t] for t in keep]
-            self.texts = [texts[t] for t in keep]
-            self.starts = [starts[t] for t in keep]
-            self.ends = [ends[t] for t in keep]
+            self.kinds, self.texts = [kinds[t] for t in keep], [texts[t] for t in keep]
+            self.starts, self.ends = [self.starts[t] for t in keep], [self.ends[t] for t in keep]
             self.subs = {k: subs[t] for k, t in enumerate(keep) if t in subs}
         self.nodes = nodes
+
+    def _known_names(self) -> None:
+        """The names the file's `#define`/`#undef` lines and the prelude give (`file_macros`), and which of
+        the other names its conditionals test NVRTC defines itself (`compiler_defined`, None when not known)."""
+        texts, subs = self.texts, self.subs
+        self.file_macros = {sub[2][1] for t, sub in subs.items()
+                            if texts[t] in ("define", "undef") and len(sub) > 2 and sub[2][0] == "i"}
+        self.file_macros |= self.defined_before
+        tested = frozenset(x[1] for t, sub in subs.items() if texts[t] in CONDITIONALS for x in sub[2:]
+                           if x[0] == "i" and not x[1].startswith("_") and x[1] not in self.file_macros
+                           and x[1] not in ("defined", "true", "false"))
+        self.compiler_defined = (self.compiler_defines(tested) if self.compiler_defines else None) \
+            if tested else frozenset()
 
     def _condition(self, word: str, sub: list) -> bool | None:
         """The value of a conditional directive's condition where it is certain, else None: `0`, `1`, `false`,
@@ -208,14 +209,18 @@ class Tokens:
         if word in ("ifdef", "ifndef", "elifdef", "elifndef"):
             name = words[0] if len(words) == 1 else ""
         else:
-            text = " ".join(words)
-            if text in ("0", "false", "1", "true"):
-                return text in ("1", "true")
-            m = _DEFINED.fullmatch(text) or _BARE_NAME.fullmatch(text)
-            if not m:
+            if len(words) == 1 and words[0] in ("0", "false", "1", "true"):
+                return words[0] in ("1", "true")
+            negate = words[:1] == ["!"]
+            rest = sub[2 + negate :]
+            shape = [x[1] if x[1] in ("defined", "(", ")") else x[0] for x in rest]
+            if shape in (["i"], ["defined"]):
+                name, bare = rest[0][1], True
+            elif shape in (["defined", "i"], ["defined", "defined"], ["defined", "(", "i", ")"],
+                           ["defined", "(", "defined", ")"]):
+                name = rest[-1][1] if len(rest) == 2 else rest[2][1]
+            else:
                 return None
-            negate, name = bool(m.group(1)), m.group(2) or m.group(3)
-            bare = m.re is _BARE_NAME
         if not name or name in self.file_macros:
             return None
         if name in _NVRTC_PREDEFINED:

@@ -1,17 +1,21 @@
 """The kernel's parameter list, as written in the source and as compiled, checked against the contract.
 
 The compiled kernel (its PTX parameter list, then the driver's parameter sizes) is the authority on widths;
-the source text only tells pointers from integers and names parameters in messages. The text is read after
-stripping comments and `#if 0` blocks, from the last definition of the kernel; where it cannot be read
-(a macro-built list, several disagreeing definitions) only the compiled list is judged.
+the source text only tells pointers from integers and names parameters in messages. The text is read as
+grader.lexer's tokens, without comments, preprocessor lines and `#if 0` blocks, from the last definition of
+the kernel; where it cannot be read (a macro-built list, several disagreeing definitions) only the compiled
+list is judged.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from typing import NamedTuple
 
 from grader.contract import POINTER_ROLES, Contract
+from grader.lexer import COMMENT, GAPS, IDENT, NEWLINE, PUNCT, Spliced, normalize, tokens
+
 INTEGER_TYPE_WORDS = frozenset((
     "int", "unsigned", "signed", "long", "short", "char", "bool", "size_t", "ssize_t", "ptrdiff_t", "intptr_t",
     "uintptr_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
@@ -24,46 +28,25 @@ _QUALIFIERS = frozenset((
     "struct", "class", "typename", "enum",
 ))
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_RAW_DELIMITER = re.compile(r'[^()\\\s"]{0,16}\(')
 
 
 def source_signature(text: str, kernel: str) -> list[str] | None:
     """The parameter declarations of `kernel` as written in `text` (e.g. ['const float* x', 'size_t cols']),
     comments removed and spaces collapsed, or None when they cannot be read from the text.
 
-    Comments (string-literal aware) and `#if 0` / `#if 1 ... #else` branches are dropped first; then the
-    last `__global__ void kernel(...)` definition (one followed by a body) is taken, or the last declaration
-    when there is no definition. None when the list uses a macro defined in the file (a macro-built
-    signature), when several definitions disagree (e.g. under #ifdef), or when no signature is found: the
-    compiled kernel is then the only evidence. Used for messages and to tell pointers from integers; the
-    compiled kernel is the authority on the count and widths (see check_params).
+    The text is read as grader.lexer's tokens: comments, preprocessor lines and the `#if 0` / `#if 1 ...
+    #else` branches are dropped first (a string or raw string literal is one token, whatever it holds); then
+    the last `__global__ void kernel(...)` definition (one followed by a body) is taken, or the last
+    declaration when there is no definition. None when the list uses a macro defined in the file (a
+    macro-built signature), when several definitions disagree (e.g. under #ifdef), or when no signature is
+    found: the compiled kernel is then the only evidence. Used for messages and to tell pointers from
+    integers; the compiled kernel is the authority on the count and widths (see check_params).
 
     Linear in the length of `text`, whatever it holds (thousands of copies of the header, unclosed or
     nested, deep conditionals): every look-up is a bisection in positions found in one pass, and a header
     inside another one's parentheses is not read (no parameter list holds a kernel definition)."""
-    clean, macros = _preprocess(_strip_comments(_splice(text)))
-    closing = _matching_parens(clean)
-    stops = _positions(r"[;{}]", clean)  # where a declaration can start after
-    global_words, void_words = _positions(r"\b__global__\b", clean), _positions(r"\bvoid\b", clean)
-    bodies = _positions(r"[{;]", clean)
-    definitions: list[list[str] | None] = []
-    declarations: list[list[str] | None] = []
-    read_to = -1  # end of the last parameter list read
-    for m in re.finditer(rf"(?<![\w:]){re.escape(kernel)}\s*\(", clean):
-        if m.start() < read_to:
-            continue
-        at = bisect.bisect_left(stops, m.start())
-        before = stops[at - 1] if at else -1
-        if not (_any_between(global_words, before, m.start()) and _any_between(void_words, before, m.start())):
-            continue
-        close = closing.get(m.end() - 1)
-        if close is None:
-            continue
-        read_to = close
-        inside = clean[m.end() : close]
-        params = None if set(_IDENT.findall(inside)) & macros else _split_params(inside)
-        follow = bisect.bisect_right(bodies, close)
-        (definitions if follow < len(bodies) and clean[bodies[follow]] == "{" else declarations).append(params)
+    code, macros = _live_code(text)
+    definitions, declarations = _kernel_lists(code, kernel, macros)
     found = definitions or declarations
     if not found or any(p is None for p in found):
         return None
@@ -73,94 +56,122 @@ def source_signature(text: str, kernel: str) -> list[str] | None:
     return found[-1]
 
 
-def _splice(text: str) -> str:
-    """Normalize line ends to \n and join backslash-continued lines (translation phases 1-2)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return re.sub(r"\\[ \t]*\n", "", text)
+class _Code(NamedTuple):
+    """A token of the code the compiler keeps: its lexer kind and text, and whether a blank, comment or
+    dropped line stood before it."""
+
+    kind: str
+    text: str
+    spaced: bool
 
 
-def _strip_comments(text: str) -> str:
-    """Replace each comment by one space (keeping a block comment's newlines), leaving string and character
-    literals (raw strings included) intact; a digit separator (1'000) is not a character literal."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"' and re.search(r"(?<![\w])(?:u8|u|U|L)?R$", text[max(0, i - 5) : i]):
-            delim = _RAW_DELIMITER.match(text, i + 1)  # at a position: no copy of the rest of the text
-            end = text.find(")" + delim.group()[:-1] + '"', i) if delim else -1
-            stop = n if end < 0 else end + len(delim.group()) + 1
-            out.append(text[i:stop])
-            i = stop
-        elif c == '"' or (c == "'" and not re.search(r"(?<![\w.])\d[\w']*$", text[max(0, i - 40) : i])):
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            out.append(" ")
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            stop = n if j < 0 else j + 2
-            out.append(" " + "\n" * text.count("\n", i, stop))
-            i = stop
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+class _Conditionals:
+    """The `#if` groups open at a point of the text. Each open conditional is "zero" (#if 0, skipped), "else"
+    (a branch after a taken #if 1, skipped), "one" (#if 1, kept) or "live" (any other condition: both
+    branches kept); `skipping` counts the open conditionals that skip, so a line costs O(1) at any depth."""
 
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+        self.skipping = 0
 
-def _preprocess(text: str) -> tuple[str, set[str]]:
-    """Blank every preprocessor line and the branches a literal `#if 0` / `#if 1` rules out (keeping both
-    branches of any other conditional), and collect the names of the macros #defined in kept code."""
-    # Each open conditional: "zero" (#if 0, skipped), "else" (a branch after a taken #if 1, skipped),
-    # "live" (kept) -- a line is kept when no open conditional skips it.
-    # `skipping` counts the open conditionals that skip (zero or else), so a line costs O(1) at any depth.
-    stack: list[str] = []
-    skipping = 0
-    macros: set[str] = set()
-    out = []
-    for line in text.split("\n"):
-        d = re.match(r"\s*#\s*(\w*)\s*(.*)", line)
-        if not d:
-            out.append("" if skipping else line)
-            continue
-        out.append("")
-        word, rest = d.group(1), d.group(2).strip()
+    def apply(self, directive: list[tuple[str, str]], macros: set[str]) -> None:
+        """Apply one directive, (kind, text) of its tokens after the `#`; add the name a `#define` in kept
+        code defines to `macros`."""
+        word = directive[0][1] if directive and directive[0][0] == IDENT else ""
+        rest = directive[1:]
+        stack = self.stack
         if word in ("if", "ifdef", "ifndef"):
-            value = rest if word == "if" else ""
+            value = rest[0][1] if word == "if" and len(rest) == 1 else ""
             stack.append("zero" if value in ("0", "false") else "one" if value in ("1", "true") else "live")
-            skipping += stack[-1] == "zero"
+            self.skipping += stack[-1] == "zero"
         elif word in ("else", "elif", "elifdef", "elifndef") and stack:
             new = {"zero": "live", "one": "else"}.get(stack[-1], stack[-1])
-            skipping += (new in ("zero", "else")) - (stack[-1] in ("zero", "else"))
+            self.skipping += (new in ("zero", "else")) - (stack[-1] in ("zero", "else"))
             stack[-1] = new
         elif word == "endif" and stack:
-            skipping -= stack.pop() in ("zero", "else")
-        elif word == "define" and not skipping:
-            name = _IDENT.match(rest)
-            if name:
-                macros.add(name.group())
-    return "\n".join(out), macros
+            self.skipping -= stack.pop() in ("zero", "else")
+        elif word == "define" and not self.skipping and rest and rest[0][0] == IDENT:
+            macros.add(rest[0][1].split("\\", 1)[0])
 
 
-def _matching_parens(text: str) -> dict[int, int]:
-    """{position of `(`: position of its `)`} for every closed pair in `text`, found in one pass."""
+def _live_code(text: str) -> tuple[list[_Code], set[str]]:
+    """The tokens of `text` the compiler keeps: no blanks, comments or preprocessor lines, and not those of
+    the branches a literal `#if 0` / `#if 1` rules out (both branches of any other conditional are kept);
+    and the names of the macros #defined in kept code. A `#` that is the first token of a line (after a
+    newline, or after a comment spanning lines) starts a directive, which runs to its logical line's end."""
+    s = Spliced(normalize(text)).s
+    code: list[_Code] = []
+    macros: set[str] = set()
+    groups = _Conditionals()
+    directive: list[tuple[str, str]] | None = None
+    line_start, last_end = True, -1
+    for tok in tokens(s):
+        kind = tok.kind
+        if kind == NEWLINE or (kind == COMMENT and directive is None and s.find("\n", tok.start, tok.end) >= 0):
+            if kind == NEWLINE and directive is not None:
+                groups.apply(directive, macros)
+                directive = None
+            line_start = True
+        elif kind in GAPS:
+            continue
+        elif directive is not None:
+            directive.append((kind, tok.text(s)))
+        elif line_start and kind == PUNCT and tok.text(s) in ("#", "%:"):
+            directive, line_start = [], False
+        else:
+            line_start = False
+            if not groups.skipping:
+                code.append(_Code(kind, tok.text(s), tok.start != last_end))
+                last_end = tok.end
+    if directive is not None:
+        groups.apply(directive, macros)
+    return code, macros
+
+
+_OPENING, _CLOSING = ("(", "[", "{", "<%", "<:"), (")", "]", "}", "%>", ":>")
+
+
+def _kernel_lists(code: list[_Code], kernel: str, macros: set[str]) -> tuple[list, list]:
+    """The parameter lists (as _split_params gives them, None for one that uses a macro of the file) of
+    every `__global__ void kernel(...)` in `code`: (those of definitions, those of declarations)."""
+    texts = [c.text for c in code]
+    closing = _matching_parens(texts)
+    stops = [j for j, t in enumerate(texts) if t in (";", "{", "}", "<%", "%>")]  # where a declaration can start after
+    global_words = [j for j, c in enumerate(code) if c.kind == IDENT and c.text == "__global__"]
+    void_words = [j for j, c in enumerate(code) if c.kind == IDENT and c.text == "void"]
+    bodies = [j for j, t in enumerate(texts) if t in ("{", ";", "<%")]
+    definitions: list[list[str] | None] = []
+    declarations: list[list[str] | None] = []
+    read_to = -1  # end of the last parameter list read
+    for j, c in enumerate(code):
+        if c.text != kernel or c.kind != IDENT or texts[j + 1 : j + 2] != ["("] or j < read_to or \
+                texts[j - 1 : j] == ["::"]:
+            continue
+        at = bisect.bisect_left(stops, j)
+        before = stops[at - 1] if at else -1
+        if not (_any_between(global_words, before, j) and _any_between(void_words, before, j)):
+            continue
+        close = closing.get(j + 1)
+        if close is None:
+            continue
+        read_to = close
+        inside = code[j + 2 : close]
+        params = None if {x.text for x in inside if x.kind == IDENT} & macros else _split_params(inside)
+        follow = bisect.bisect_right(bodies, close)
+        body = follow < len(bodies) and texts[bodies[follow]] in ("{", "<%")
+        (definitions if body else declarations).append(params)
+    return definitions, declarations
+
+
+def _matching_parens(texts: list[str]) -> dict[int, int]:
+    """{index of a `(` token: index of its `)`} for every closed pair, found in one pass."""
     pairs, opened = {}, []
-    for m in re.finditer(r"[()]", text):
-        if m.group() == "(":
-            opened.append(m.start())
-        elif opened:
-            pairs[opened.pop()] = m.start()
+    for j, t in enumerate(texts):
+        if t == "(":
+            opened.append(j)
+        elif t == ")" and opened:
+            pairs[opened.pop()] = j
     return pairs
-
-
-def _positions(pattern: str, text: str) -> list[int]:
-    """Start positions of every match of `pattern` in `text`, in order."""
-    return [m.start() for m in re.finditer(pattern, text)]
 
 
 def _any_between(positions: list[int], low: int, high: int) -> bool:
@@ -169,26 +180,26 @@ def _any_between(positions: list[int], low: int, high: int) -> bool:
     return at < len(positions) and positions[at] < high
 
 
-def _split_params(inside: str) -> list[str] | None:
-    """Split a parameter list at its top-level commas (not inside (), [], {} or <>); [] for `()` or
-    `(void)`; None for an empty entry (a stray comma)."""
-    parts, depth, angle, cur = [], 0, 0, []
-    for ch in inside:
-        if ch in "([{":
+def _split_params(inside: list[_Code]) -> list[str] | None:
+    """Split a parameter list's tokens at their top-level commas (not inside (), [], {} or <>) into the
+    declarations' texts, spaces collapsed; [] for `()` or `(void)`; None for an empty entry (a stray comma)."""
+    parts: list[list[_Code]] = [[]]
+    depth = angle = 0
+    for c in inside:
+        t = c.text
+        if t in _OPENING:
             depth += 1
-        elif ch in ")]}":
+        elif t in _CLOSING:
             depth -= 1
-        elif ch == "<" and depth == 0:
+        elif t == "<" and depth == 0:
             angle += 1
-        elif ch == ">" and depth == 0 and angle:
-            angle -= 1
-        elif ch == "," and depth == 0 and angle == 0:
-            parts.append("".join(cur))
-            cur = []
+        elif t in (">", ">>") and depth == 0 and angle:
+            angle = max(0, angle - len(t))
+        elif t == "," and depth == 0 and angle == 0:
+            parts.append([])
             continue
-        cur.append(ch)
-    parts.append("".join(cur))
-    params = [" ".join(p.split()) for p in parts]
+        parts[-1].append(c)
+    params = [" ".join("".join((" " if c.spaced else "") + c.text for c in p).split()) for p in parts]
     if params in ([""], ["void"]):
         return []
     return None if "" in params else params

@@ -1,4 +1,4 @@
-// Expected verdict: GOLD on an H200 (about 0.97 of the copy floor).
+// Expected verdict: GOLD on an H200 (at about 97% of the fastest copy's bandwidth).
 // A row grid like the page's fused chain, but each thread moves 4 floats with one 16-byte load and one
 // 16-byte store. Rows start 16-byte aligned only when cols % 4 == 0: the benchmark shape is, the ragged
 // 101 x 97 correctness shape is not, so the kernel takes a scalar path there. Correct on both.

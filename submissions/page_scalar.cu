@@ -1,4 +1,4 @@
-// Expected verdict: FAIL on an H200 (correct output, about 0.56 of the copy floor).
+// Expected verdict: FAIL on an H200 (correct output, at about 56% of the fastest copy's bandwidth).
 // The page's own answer: a row grid, one float per thread, the page's default launch (no grade block).
 // It matches a one-float-per-thread copy, but on an H200 that copy reaches only about 0.63 of the fastest
 // copy (2684 against 4232 GB/s), so the grader reports both fractions. On the page's Tesla T4 it is gold.

@@ -11,7 +11,7 @@ import pytest
 
 from grader import exercise
 from grader.compile import compile_kernels
-from grader.claims import parse_claim, parse_row
+from grader.claims import find_claim, parse_claim, parse_row
 from grader.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.hints import code_hints, ptx_facts
 from grader.source import read_submission
@@ -185,6 +185,25 @@ def test_claimed_fraction_above_one_is_impossible():
     assert "exactly what the copy moves" in f.message
     f = one(flags(claim="It reached 112% of the copy floor."), "impossible-fraction")
     assert f.student == "1.12"
+
+
+@pytest.mark.parametrize("sentence, student", [
+    ("It reached 2.83 of the copy floor.", "2.83"), ("It reached 283% of the copy floor.", "2.83"),
+    ("It reached 2.83x copy.", "2.83"), ("It reached 12.5 times the copy floor.", "12.5"),
+    ("At 0.1 ms it reached 4.2 of copyFloor, above what it can.", "4.2"),
+])
+def test_a_claim_of_any_size_is_read_and_flagged(sentence, student):
+    # A fraction above 2 was not read at all ("no sentence found"), while 283% got the flag (issue 19).
+    claim = find_claim(f"// {sentence}\n")
+    assert claim is not None and claim.where == "comment, line 1"
+    assert one(flags(claim=sentence), "impossible-fraction").student == student
+
+
+@pytest.mark.parametrize("sentence", ["The copy floor is 4224.7 here; my kernel is at 0.94 of it.",
+                                      "With CUDA 12.4 it reached 0.94 of the copy floor."])
+def test_a_number_above_2_is_a_claim_only_as_a_fraction(sentence):
+    # a GB/s written without its unit, a version: not the claim
+    assert parse_claim(sentence).fraction == 0.94
 
 
 def test_claimed_fraction_of_one_or_less_is_fine():
@@ -428,6 +447,24 @@ def test_a_raw_string_in_host_code_is_not_a_comment():
     assert (claim.fraction, claim.where) == (0.96, "comment, line 9")
 
 
+def test_a_raw_string_whose_delimiter_holds_a_quote_is_not_a_comment():
+    # `R"x"(` ... `)x""` is one raw string for NVRTC: the sentence in it is text, not the student's (issue 19:
+    # it was read, and flagged as an impossible 1.5)
+    text = ('const char* kHelp = R"x"(\n)"";\n// It reached 1.5 of the copy floor.\n)x"";\n'
+            "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
+    claim = find_claim(text)
+    assert (claim.fraction, claim.where) == (0.96, "comment, line 5")
+
+
+def test_a_comment_continued_by_a_line_splice_goes_on_on_the_next_line():
+    from grader.claims import comment_lines
+
+    text = "int a; // It reached 0.96 of the \\\ncopy floor.\nint b;\n/* one\n * two \\\nthree */\n"
+    assert comment_lines(text) == [(1, " It reached 0.96 of the "), (2, "copy floor."), (4, " one"), (5, " two "),
+                                   (6, "three ")]
+    assert find_claim(text).fraction == 0.96
+
+
 def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
     text = ("// version    kernels  floats/elem  ms      GB/s   x copy\n"
             "// addBiasRow       1            2  1.4512   92.5    0.93\n"
@@ -471,3 +508,21 @@ def test_a_worked_division_over_lines_is_one_sentence():
     claim = find_claim(text)
     assert (claim.fraction, claim.where) == (0.979, "comment, line 1")
     assert parse_claim("It only says that it cannot exceed 1.0 x copy.").fraction is None  # a bound, no claim
+
+
+# The corpus files whose comments hold a student's sentence on purpose, and its fraction.
+CORPUS_SENTENCES = {"tests/data/programs/helper_math_style.cu": 0.96}
+
+
+def test_no_corpus_description_is_taken_for_a_students_sentence():
+    # A corpus file's first lines describe it for the repository ("Expected verdict: ..."); they were read as
+    # the student's sentence ("about 0.56 of the floor on an H200"). They are written without a fraction of
+    # the copy floor now: write a new one so too, or name the file here.
+    from conftest import ROOT
+
+    found = {}
+    for path in sorted([*(ROOT / "tests" / "data").rglob("*.cu"), *SUBMISSIONS.glob("*.cu")]):
+        claim = find_claim(path.read_bytes().decode("utf-8", "replace"))
+        if claim is not None:
+            found[path.relative_to(ROOT).as_posix()] = claim.fraction
+    assert found == CORPUS_SENTENCES

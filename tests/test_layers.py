@@ -10,9 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
-    # what everything may use: the version (the package root), constants, errors and stage names, text
-    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.directives",
-     "grader.program_tokens", "grader.procs", "grader.prelude", "grader.svgplot"],
+    # what everything may use: the version (the package root), constants, errors and stage names, text, and
+    # the bottom of stage 1: the tokenizer of C source
+    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.lexer", "grader.procs",
+     "grader.prelude", "grader.svgplot"],
+    # readers of its tokens: the include policy, the whole-program tokens
+    ["grader.directives", "grader.program_tokens"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks",

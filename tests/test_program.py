@@ -566,3 +566,15 @@ def test_a_shift_in_a_default_template_argument_and_attributes():
     ex = extract(text, "s.cu")
     assert ex.kept == ("kInv", "g")
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
+
+
+def test_a_kernel_in_a_raw_string_whose_delimiter_holds_a_quote_is_not_extracted():
+    # `R"x"(` ... `)x""` is one raw string for NVRTC (and g++). Read as `R` `"x"` `(`, the text in it on line 4
+    # was extracted as the kernel, and the real one (line 7) hidden in a second raw string (issue 19).
+    text = ('#include <cstdio>\nconst char* kDoc = R"x"(\n)"";\n'
+            "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) { out[0] = 1; }\n"
+            'const char* kTail = R"(\n)x"";\n' + K.format("out[threadIdx.x] = x[threadIdx.x] + bias[0];")
+            + '// )";\n' + "int main() { std::puts(kDoc); return 0; }\n")
+    ex = extract(text, "s.cu")
+    assert (ex.kernel_line, ex.ignored) == (7, ("kDoc", "main")) and "out[0] = 1;" not in ex.text
+    compile_sub(prelude(ex.headers) + ex.text, "s.cu")

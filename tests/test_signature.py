@@ -60,6 +60,13 @@ BODY = "{ }"
         ("__global__ void biasGeluFused(const float*, const float*, float*, size_t);\n"
          "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols)" + BODY,
          ["const float* x", "const float* bias", "float* out", "size_t cols"]),
+        # a raw string whose delimiter holds a quote (grader.lexer) hides the text of a kernel
+        ("__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols)" + BODY +
+         '\nconst char* doc = R"x"(\n)"";\n__global__ void biasGeluFused(float* o, int n) {}\n)x"";\n',
+         ["const float* x", "const float* bias", "float* out", "size_t cols"]),
+        ('const char* s = "(("; __global__ void biasGeluFused(const float* x, const float* bias, float* out, '
+         'size_t cols = sizeof(")")) {}', ["const float* x", "const float* bias", "float* out",
+                                          'size_t cols = sizeof(")")']),
     ],
 )
 def test_source_signature_reads_past_comments_and_dead_code(source, expected):

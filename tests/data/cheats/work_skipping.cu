@@ -1,7 +1,7 @@
 // Expected verdict: FAIL (the output of a timed launch is wrong).
 // The gold float4 kernel, except that on large launches (more than 1000 rows) it skips the last 1% of the
 // rows: 99% of the work, at every shape the correctness runs use it does all of it. Without the check of
-// timed launches this would grade above the copy floor.
+// timed launches it would time faster than the fastest copy.
 //
 // grade: elems_per_thread = 4
 

@@ -1,4 +1,4 @@
-// Expected: graded as the page's scalar answer (fail, correct, about 0.56 of the floor on an H200); its
+// Expected: graded as the page's scalar answer (fail, correct, at about 56% of the fastest copy's bandwidth on an H200); its
 // printf lines appear only in the report's "Kernel output" section / kernel_output field, escaped, and
 // `grade FILE --format json` prints one valid report. Every launch prints, so most lines are dropped.
 __global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {

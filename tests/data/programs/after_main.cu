@@ -1,4 +1,4 @@
-// Whole program: the page's scalar biasGeluFused defined after main, with a forward declaration before it (page's default launch). Expected: graded (correct; about 0.56 of the floor on an H200); kept kInvSqrt2, geluErf and the forward declaration; ignored main, addResidual, copyFloor, geluRef, checkRows.
+// Whole program: the page's scalar biasGeluFused defined after main, with a forward declaration before it (page's default launch). Expected: graded (correct; as slow as submissions/page_scalar.cu on an H200); kept kInvSqrt2, geluErf and the forward declaration; ignored main, addResidual, copyFloor, geluRef, checkRows.
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>

@@ -1,4 +1,4 @@
-// Whole program: the course page's elementwise.cu with the page's scalar biasGeluFused defined after main (a forward declaration before main; the page's default launch, no grade block). Expected: graded (correct; about 0.56 of the floor on an H200, like submissions/page_scalar.cu); kept kInvSqrt2, geluErf and the forward declaration; ignored main, the other kernels and the host code.
+// Whole program: the course page's elementwise.cu with the page's scalar biasGeluFused defined after main (a forward declaration before main; the page's default launch, no grade block). Expected: graded (correct; as slow as submissions/page_scalar.cu on an H200); kept kInvSqrt2, geluErf and the forward declaration; ignored main, the other kernels and the host code.
 //
 // Day 96: RoPE, GELU and elementwise fusion. Build: nvcc -std=c++17 -O3 -arch=sm_75 -o elementwise elementwise.cu
 //

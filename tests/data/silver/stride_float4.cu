@@ -1,4 +1,4 @@
-// Expected verdict: SILVER on an H200 (about 0.77 of the copy floor; 528 blocks gave 0.83, 264 gave 0.64): a correct 16-byte kernel held back on
+// Expected verdict: SILVER on an H200 (at about 77% of the fastest copy's bandwidth; 528 blocks gave 83%, 264 gave 64%): a correct 16-byte kernel held back on
 // purpose. A grid-stride loop with few blocks keeps too few 16-byte loads in flight to reach the copy's
 // bandwidth (Little's law: bytes in flight = bandwidth x latency). Used to check that verdicts near the
 // silver line hold, or are withheld, on a shared GPU (benchmarks/contention.py).
