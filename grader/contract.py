@@ -33,6 +33,7 @@ from grader import exercise
 from grader.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
 from grader.errors import InputError
 from grader.launch import GridKind, LaunchSpec, Param, integer_param
+from grader.lexer import COMMENT, LITERALS, OPEN_COMMENT, Spliced, normalize, tokens
 from grader.model import ReportModel
 
 POINTER_ROLES = ("x", "bias", "out")
@@ -88,10 +89,18 @@ def parse_contract(text: str, where: str) -> Contract:
     `// grade params = ...`, `/// grade:`, `/* grade: ... */`, a non-breaking space, a trailing comment)."""
     fields: dict[str, object] = {}
     declared: list[str] = []
+    inside = _inside_lines(text)
     for line_no, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
         if line_no == 1:
             line = line.removeprefix("\ufeff")
+        if inside.get(line_no) == "literal":
+            continue  # program text, not a comment: `R"( // grade: ... )"` declares nothing
         m = _LINE.match(line)
+        if m and line_no in inside:
+            raise InputError(
+                f"{where}:{line_no}: `{_short(line.strip())}` is inside a /* */ block comment, so it is not a "
+                f"`// grade:` line of its own; take it out of the block comment, or delete it"
+            )
         if not m:
             _refuse_lookalike(line, line_no, where)
             continue
@@ -118,6 +127,20 @@ def parse_contract(text: str, where: str) -> Contract:
     contract = Contract(**fields)  # type: ignore[arg-type]
     _check_consistent(contract, where)
     return contract
+
+
+def _inside_lines(text: str) -> dict[int, str]:
+    """The 1-based lines of `text` that begin inside a token that started on an earlier line, read with
+    grader.lexer's tokens (the one reader of C source): "literal" inside a string or raw string literal,
+    "comment" inside a /* */ block comment. One linear pass."""
+    src = Spliced(normalize(text))
+    s, inside = src.s, {}
+    for tok in tokens(s):
+        block = tok.kind == OPEN_COMMENT or tok.kind == COMMENT and s.startswith("/*", tok.start)
+        if (block or tok.kind in LITERALS) and tok.end > tok.start:
+            for line in range(src.line(tok.start) + 1, src.line(tok.end - 1) + 1):
+                inside[line] = "comment" if block else "literal"
+    return inside
 
 
 def _refuse_lookalike(line: str, line_no: int, where: str) -> None:

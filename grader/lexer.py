@@ -2,7 +2,8 @@
 
 The one tokenizer of a submission's text. Every reader of C source reads its tokens: the include policy
 (grader.directives), the whole-program tokens the extractor splits (grader.program_tokens), the parameter
-list as written (grader.signature) and the comments the student's claims are read from (grader.claims).
+list as written (grader.signature), the comments the student's claims are read from (grader.claims) and the
+lines of the `// grade:` block (grader.contract: none inside a literal or a block comment).
 
 The phases (C++17 [lex.phases]):
 

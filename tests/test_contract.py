@@ -131,3 +131,25 @@ def test_prose_and_exact_forms_are_not_flagged(line):
 def test_bom_and_crlf_keep_the_first_line_readable():
     c = parse_contract("\ufeff// grade: params = x, bias, out, rows, cols\r\n// grade: grid = flat\r\n", "s.cu")
     assert c.grid == "flat"
+
+
+# --- the `// grade:` block read with grader.lexer's tokens ------------------------------------------------------
+
+def test_grade_line_inside_a_raw_string_declares_nothing():
+    # the text of the program, not a comment: NVRTC compiles it as a string (its delimiter holds a quote)
+    text = ('const char *doc = R"x"(\n// grade: grid = flat\n// grade: block = 128\n)x"";\n'
+            "__global__ void biasGeluFused() {}\n")
+    c = parse_contract(text, "s.cu")
+    assert c.declared == () and c.grid == Contract().grid and c.block == Contract().block
+
+
+def test_grade_line_inside_a_block_comment_is_refused_with_its_line():
+    # a student who comments a declaration out with /* */ must not have it read, nor silently dropped
+    text = "/*\n// grade: grid = flat\n*/\n__global__ void biasGeluFused() {}\n"
+    with pytest.raises(InputError, match=r"^s\.cu:2: .*inside a /\* \*/ block comment"):
+        parse_contract(text, "s.cu")
+
+
+def test_grade_line_after_a_closed_block_comment_is_read():
+    text = "/* the launch:\n   row grid */\n// grade: block = 128\n__global__ void biasGeluFused() {}\n"
+    assert parse_contract(text, "s.cu").block == 128
