@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.directives",
-     "grader.program_tokens", "grader.procs", "grader.prelude", "grader.svgplot"],
+     "grader.program_tokens", "grader.procs", "grader.prelude", "grader.svgplot", "grader.cubin"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks",
