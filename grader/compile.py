@@ -4,8 +4,8 @@ Never PTX for loading: NVRTC from PyPI is newer than the GPU machine's driver, w
 CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (docs/h200.md).
 The kernel's parameter list (count and sizes) is read from the cubin's own metadata (grader.cubin), never from
 text a submission can write; the PTX NVRTC produced on the way (read from the same NVRTC program through
-cuda.bindings) gives each parameter's type, where its one `.entry` agrees with the cubin, and the code hints. Diagnostics come back as `file:line: message`; only diagnostics about the
-submission's own file are shown, and the log is capped, so no line of another file can reach the output.
+cuda.bindings) gives each parameter's type, where its one `.entry` agrees with the cubin, and the code hints.
+Diagnostics come back as `file:line: message`; only diagnostics about the submission's own file are shown, and the log is capped, so no line of another file can reach the output.
 Every NVRTC call runs confined by grader.sandbox (Landlock): NVRTC can open no file but its builtins library,
 so an include that got past grader.directives fails with "cannot open source file", reported as such.
 """
@@ -58,8 +58,8 @@ class PtxParam:
 @dataclass(frozen=True)
 class KernelInfo:
     """One kernel of a compiled module: its mangled name, its parameters (the cubin's list, typed from the
-    PTX: grader.cubin, _kernel_params), and ptxas's resource
-    report (registers; stack frame and spills in bytes; None where the report has no line)."""
+    PTX: grader.cubin, _kernel_params), and ptxas's resource report (registers; stack frame and spills in bytes;
+    None where the report has no line)."""
 
     name: str
     mangled: str
@@ -152,7 +152,9 @@ def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch
 
     program = Program(text, "c++", ProgramOptions(name=name, arch=arch, std="c++17"))
     try:
-        found = sorted(_demangled_base(m) for m in entry_names(bytes(program.compile("cubin").code)))
+        kernels_in = entry_names(bytes(program.compile("cubin").code))
+        order = {m: i for i, (m, _, _) in enumerate(_top_entries(_ptx_of(program)))}  # the file's order
+        found = [_demangled_base(m) for m in sorted(kernels_in, key=lambda m: (order.get(m, len(order)), m))]
     except Exception:
         found = []
     listing = ", ".join(found) if found else "none"
@@ -210,22 +212,17 @@ def _ptx_params(ptx: str, mangled: str) -> list[tuple[str, int]] | None:
     """(PTX type, size in bytes) of each parameter of the one `.entry mangled` of `ptx` outside every function
     body, comments (`//`, `/* */`, string-literal aware) removed first, so that inline asm writing a comment or
     text inside a body cannot stand for it; None when there is not exactly one. Linear in the PTX's length."""
-    clean = _PTX_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else " ", ptx)
-    depth, found = 0, []
-    for m in _PTX_TOP.finditer(clean):
-        if m.group() in "{}":
-            depth += 1 if m.group() == "{" else -1
-        elif depth == 0 and m.group(1) == mangled:
-            found.append(m)
+    found = [(clean, at) for name, clean, at in _top_entries(ptx) if name == mangled]
     if len(found) != 1:
         return None
-    if not found[0].group(2):  # `.entry name {`: no parameter list
+    clean, at = found[0]
+    if at < 0:  # `.entry name {`: no parameter list
         return []
-    close = clean.find(")", found[0].end())
+    close = clean.find(")", at)
     if close < 0:
         return None
     params = []
-    for decl in filter(str.strip, clean[found[0].end() : close].split(",")):
+    for decl in filter(str.strip, clean[at:close].split(",")):
         # e.g. ".param .u64 .ptr .align 1 name" (sm_100+), ".param .align 16 .b8 name[16]", ".param .u32 name"
         ptype = _PTX_TYPE.search(decl)
         count = _PTX_COUNT.search(decl)
@@ -233,6 +230,19 @@ def _ptx_params(ptx: str, mangled: str) -> list[tuple[str, int]] | None:
         width = max(1, int(re.sub(r"\D", "", kind) or 8) // 8)
         params.append((kind, width * (int(count.group(1)) if count else 1)))
     return params
+
+
+def _top_entries(ptx: str) -> list[tuple[str, str, int]]:
+    """(name, the PTX without comments, where its parameter list starts there or -1) of each `.entry` outside
+    every function body, in order, comments removed first (string-literal aware). Linear in the PTX's length."""
+    clean = _PTX_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else " ", ptx)
+    depth, found = 0, []
+    for m in _PTX_TOP.finditer(clean):
+        if m.group() in "{}":
+            depth += 1 if m.group() == "{" else -1
+        elif depth == 0:
+            found.append((m.group(1), clean, m.end() if m.group(2) else -1))
+    return found
 
 
 def _demangled_base(mangled: str) -> str:
