@@ -2,9 +2,10 @@
 
 Never PTX for loading: NVRTC from PyPI is newer than the GPU machine's driver, which refuses its PTX with
 CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (docs/h200.md).
-The PTX NVRTC produced on the way is kept (read from the same NVRTC program through cuda.bindings) for the
-parameter list and the code hints. Diagnostics come back as `file:line: message`; only diagnostics about the
-submission's own file are shown, and the log is capped, so no line of another file can reach the output.
+The kernel's parameter list (count and sizes) is read from the cubin's own metadata (grader.cubin), never from
+text a submission can write; the PTX NVRTC produced on the way (read from the same NVRTC program through
+cuda.bindings) gives each parameter's type, where its one `.entry` agrees with the cubin, and the code hints.
+Diagnostics come back as `file:line: message`; only diagnostics about the submission's own file are shown, and the log is capped, so no line of another file can reach the output.
 Every NVRTC call runs confined by grader.sandbox (Landlock): NVRTC can open no file but its builtins library,
 so an include that got past grader.directives fails with "cannot open source file", reported as such.
 """
@@ -16,7 +17,9 @@ import re
 from dataclasses import dataclass, field
 
 from grader import sandbox
-from grader.errors import SubmissionError
+from grader.cubin import CubinError, entry_names
+from grader.cubin import kernel_params as cubin_params
+from grader.errors import GraderFault, SubmissionError
 
 DEFAULT_ARCH = "sm_90"
 """Arch compiled for when no GPU is present (`--arch` changes it): the course's H200 is compute capability 9.0."""
@@ -36,14 +39,17 @@ _DIAG = re.compile(r"^(?P<file>[^\n()]+)\((?P<line>\d+)\): (?P<kind>error|warnin
 _OPEN_REFUSED = re.compile(r'(?:cannot|could not) open source file ("[^"\n]{0,200}"|<[^>\n]{0,200}>)')
 _PTXAS_ERROR = re.compile(r"^ptxas\s+(?:error|fatal)\s*:[^\n]*", re.M)
 """ptxas's own errors (too much __constant__ or __shared__ data, ...): in the log without a file(line)."""
-_ENTRY = re.compile(r"^(?:\.(?:visible|weak)\s+)?\.entry\s+([\w$]+)\s*\((.*?)\)", re.M | re.S)
+_PTX_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)')
+"""A PTX string literal (kept) or comment (removed) (PTX ISA, "Comments": C/C++ style)."""
+_PTX_TOP = re.compile(r"[{}]|(?<![\w$.%])\.entry\s+([\w$%]+)\s*(\()?")
 _PTX_TYPE = re.compile(r"\.([busf](?:8|16|32|64|128)|pred)\b")
 _PTX_COUNT = re.compile(r"\[(\d+)\]\s*$")
 
 
 @dataclass(frozen=True)
 class PtxParam:
-    """One kernel parameter as PTX declares it: type ('u64', 'u32', 'f32', 'b8', ...) and size in bytes."""
+    """One kernel parameter: its type as PTX declares it ('u64', 'u32', 'f32', 'b8', ...) and its size in
+    bytes as the cubin records it (grader.cubin; the PTX's size must agree)."""
 
     ptx_type: str
     size: int
@@ -51,8 +57,9 @@ class PtxParam:
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """One kernel of a compiled module: its mangled name, the parameters PTX declares, and ptxas's resource
-    report (registers; stack frame and spills in bytes; None where the report has no line)."""
+    """One kernel of a compiled module: its mangled name, its parameters (the cubin's list, typed from the
+    PTX: grader.cubin, _kernel_params), and ptxas's resource report (registers; stack frame and spills in bytes;
+    None where the report has no line)."""
 
     name: str
     mangled: str
@@ -114,7 +121,8 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
             [f"({dropped} more errors not shown)"] if dropped else [])
         raise SubmissionError("compile", f"{name}: {what}", details=_cap("\n".join(lines))) from None
     ptx = _ptx_of(program)
-    entries = dict(_entries(ptx))
+    cubin = bytes(obj.code)
+    entries = _entry_names(cubin, name)
     raw_log = log.getvalue().replace("\x00", "")  # as the error's log: no NUL in any log shown or written
     warnings, warnings_dropped = _diagnostics(raw_log, name, "warning")
     infos = {}
@@ -126,10 +134,11 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
                 "compile",
                 f"{name}: `{kernel}` is not a __global__ kernel (declare it `__global__ void {kernel}(...)`)",
             )
-        infos[kernel] = KernelInfo(kernel, mangled, entries[mangled], **_resources(raw_log, mangled))
+        params = _kernel_params(cubin, ptx, name, kernel, mangled)
+        infos[kernel] = KernelInfo(kernel, mangled, params, **_resources(raw_log, mangled))
     return Compiled(
         arch=arch,
-        cubin=bytes(obj.code),
+        cubin=cubin,
         ptx=ptx,
         log=_cap(raw_log),
         kernels=infos,
@@ -143,8 +152,9 @@ def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch
 
     program = Program(text, "c++", ProgramOptions(name=name, arch=arch, std="c++17"))
     try:
-        program.compile("cubin")
-        found = [_demangled_base(m) for m, _ in _entries(_ptx_of(program))]
+        kernels_in = entry_names(bytes(program.compile("cubin").code))
+        order = {m: i for i, (m, _, _) in enumerate(_top_entries(_ptx_of(program)))}  # the file's order
+        found = [_demangled_base(m) for m in sorted(kernels_in, key=lambda m: (order.get(m, len(order)), m))]
     except Exception:
         found = []
     listing = ", ".join(found) if found else "none"
@@ -159,6 +169,15 @@ def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch
     )
 
 
+def _entry_names(cubin: bytes, name: str) -> frozenset[str]:
+    """The mangled names of the kernels in `cubin` (grader.cubin); GraderFault when it cannot be read."""
+    try:
+        return frozenset(entry_names(cubin))
+    except CubinError as err:
+        raise GraderFault(f"{name}: the grader cannot read the cubin NVRTC made ({err}): this is not your code's "
+                          "fault, report it to the course staff with your file") from None
+
+
 def _ptx_of(program) -> str:
     from cuda.bindings import nvrtc
 
@@ -168,20 +187,62 @@ def _ptx_of(program) -> str:
     return buf.rstrip(b"\x00 ").decode("utf-8", "replace")
 
 
-def _entries(ptx: str) -> list[tuple[str, tuple[PtxParam, ...]]]:
-    """(mangled name, parameters) of every kernel entry in `ptx`."""
-    out = []
-    for m in _ENTRY.finditer(ptx):
-        params = []
-        for decl in filter(str.strip, m.group(2).split(",")):
-            # e.g. ".param .u64 .ptr .align 1 name" (sm_100+), ".param .align 16 .b8 name[16]", ".param .u32 name"
-            ptype = _PTX_TYPE.search(decl)
-            count = _PTX_COUNT.search(decl)
-            kind = ptype.group(1) if ptype else "b8"
-            width = max(1, int(re.sub(r"\D", "", kind) or 8) // 8)
-            params.append(PtxParam(kind, width * (int(count.group(1)) if count else 1)))
-        out.append((m.group(1), tuple(params)))
-    return out
+def _kernel_params(cubin: bytes, ptx: str, name: str, kernel: str, mangled: str) -> tuple[PtxParam, ...]:
+    """The parameters of `mangled`: their count and sizes from the cubin's metadata (grader.cubin), their PTX
+    types ('u64', 'f32', 'b8') from the PTX's one `.entry` of that name, which must agree with the cubin.
+    Raises GraderFault (the grader's, not the submission's: nothing is judged) when the cubin cannot be read
+    or the two disagree."""
+    try:
+        params = cubin_params(cubin, mangled)
+    except CubinError as err:
+        raise GraderFault(f"{name}: the grader cannot read the parameter list of `{kernel}` from the cubin NVRTC "
+                          f"made ({err}); the grader does not know this cubin layout: this is not your code's "
+                          "fault, report it to the course staff with your file") from None
+    typed = _ptx_params(ptx, mangled)
+    sizes = [p.size for p in params]
+    if typed is None or [size for _, size in typed] != sizes:
+        found = "no single .entry" if typed is None else f"sizes {[size for _, size in typed]}"
+        raise GraderFault(f"{name}: the PTX of `{kernel}` has {found} where the cubin has parameter sizes {sizes}; "
+                          "the grader cannot tell the parameter list, so it judges nothing: report it to the course "
+                          "staff with your file")
+    return tuple(PtxParam(ptype, p.size) for (ptype, _), p in zip(typed, params))
+
+
+def _ptx_params(ptx: str, mangled: str) -> list[tuple[str, int]] | None:
+    """(PTX type, size in bytes) of each parameter of the one `.entry mangled` of `ptx` outside every function
+    body, comments (`//`, `/* */`, string-literal aware) removed first, so that inline asm writing a comment or
+    text inside a body cannot stand for it; None when there is not exactly one. Linear in the PTX's length."""
+    found = [(clean, at) for name, clean, at in _top_entries(ptx) if name == mangled]
+    if len(found) != 1:
+        return None
+    clean, at = found[0]
+    if at < 0:  # `.entry name {`: no parameter list
+        return []
+    close = clean.find(")", at)
+    if close < 0:
+        return None
+    params = []
+    for decl in filter(str.strip, clean[at:close].split(",")):
+        # e.g. ".param .u64 .ptr .align 1 name" (sm_100+), ".param .align 16 .b8 name[16]", ".param .u32 name"
+        ptype = _PTX_TYPE.search(decl)
+        count = _PTX_COUNT.search(decl)
+        kind = ptype.group(1) if ptype else "b8"
+        width = max(1, int(re.sub(r"\D", "", kind) or 8) // 8)
+        params.append((kind, width * (int(count.group(1)) if count else 1)))
+    return params
+
+
+def _top_entries(ptx: str) -> list[tuple[str, str, int]]:
+    """(name, the PTX without comments, where its parameter list starts there or -1) of each `.entry` outside
+    every function body, in order, comments removed first (string-literal aware). Linear in the PTX's length."""
+    clean = _PTX_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else " ", ptx)
+    depth, found = 0, []
+    for m in _PTX_TOP.finditer(clean):
+        if m.group() in "{}":
+            depth += 1 if m.group() == "{" else -1
+        elif depth == 0:
+            found.append((m.group(1), clean, m.end() if m.group(2) else -1))
+    return found
 
 
 def _demangled_base(mangled: str) -> str:

@@ -21,7 +21,7 @@ from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.contract import Contract
 from grader.device import Gpu, GpuInfo, open_gpu
 from grader.chain import chain_table
-from grader.errors import Busy, GraderError, NoGpuError, Stage, SubmissionError, WrongOutput
+from grader.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.hints import code_hints
 from grader.launch import LaunchSpec
 from grader.measure import Measurement, measure
@@ -102,7 +102,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     and applies the batch's compile and run time limits with it).
     Raises InputError (exit 2) for unreadable input or a target the installed NVRTC cannot compile for,
     InstallError (exit 4) when the CUDA extra is missing, GraderFault (exit 4) when a CUDA call of the grader's
-    own fails or the card is too small to time on; every problem of the submission itself is a report with
+    own fails, the card is too small to time on, or the grader cannot read the kernel's parameter list from the
+    cubin (grader.compile, grader.cubin); every problem of the submission itself is a report with
     verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
@@ -147,7 +148,9 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
     sizes = tuple(gpu.param_sizes(kernel))
     widths = tuple(p.size for p in spec.params)
     if sizes != widths:
-        raise SubmissionError(Stage.CONTRACT, f"the driver reports parameter sizes {sizes}, PTX {widths}")
+        raise GraderFault(f"the driver reports parameter sizes {sizes} for the kernel, the grader read {widths} "
+                          "from the cubin's metadata (grader.cubin): the grader misread the cubin, so nothing is "
+                          "judged; report it to the course staff with the file")
     rng = np.random.default_rng(out.seed)
     for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):
         v = verify(gpu, kernel, spec, contract, rows, cols, rng)

@@ -7,7 +7,7 @@ across processes; it compiles (grader.compile.compile_kernels, in the sandbox) o
 submission: only text shipped with the grader is cached, so a cache entry never holds a student's code.
 
 Key: sha256 of the source text, the kernel names, the arch, the NVRTC version, the versions of cuda-core and
-cuda-bindings, the grader's version and the text of grader/compile.py (its options). Each entry is one JSON
+cuda-bindings, the grader's version and the text of grader/compile.py (its options) and grader/cubin.py. Each entry is one JSON
 file named by its key (ENTRY), holding the key again and the sha256 of everything else it holds (cubin, PTX,
 log, kernels): an entry that is not a regular file, is too large, does not parse, or whose key or digest does
 not match (a torn or edited file) is ignored and written again. Only files named like an entry are read,
@@ -106,15 +106,16 @@ def _key(text: str, name: str, kernels: tuple[str, ...], arch: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _toolchain() -> dict[str, str | int]:
     """What a cubin depends on besides its source, read once per process: the entry layout, NVRTC's version,
-    cuda-core's and cuda-bindings', the grader's, and grader/compile.py (its NVRTC options)."""
+    cuda-core's and cuda-bindings', the grader's, grader/compile.py (its NVRTC options) and grader/cubin.py (how
+    the parameter list is read)."""
     from importlib.metadata import PackageNotFoundError, version
 
     import grader
     from grader.toolkit import nvrtc_version
 
-    parts: dict[str, str | int] = {"schema": SCHEMA, "nvrtc": nvrtc_version(), "grader": grader.__version__,
-                                   "compile_py": hashlib.sha256(Path(__file__).with_name("compile.py")
-                                                                .read_bytes()).hexdigest()}
+    parts: dict[str, str | int] = {"schema": SCHEMA, "nvrtc": nvrtc_version(), "grader": grader.__version__}
+    for module in ("compile.py", "cubin.py"):  # the options, and how the parameter list is read
+        parts[module.replace(".", "_")] = hashlib.sha256(Path(__file__).with_name(module).read_bytes()).hexdigest()
     for pkg in ("cuda-core", "cuda-bindings"):
         try:
             parts[pkg] = version(pkg)

@@ -116,7 +116,8 @@ class Extracted:
     the names left out ('main', 'copyFloor', ...); both empty for a file that is not a whole program.
     kernel_line: the line of the kernel's definition (0 when not a whole program). headers: the headers the
     file includes (each blanked, never read; grader.source.prelude supplies the macros of some). parts: every
-    named declaration with its kind, line and fate.
+    named declaration with its kind, line and fate. names: the identifiers of the extracted text (directives
+    included), for a whole program: the prelude defines those a host header would (grader.prelude).
     """
 
     text: str
@@ -127,6 +128,7 @@ class Extracted:
     kernel_line: int = 0
     headers: tuple[str, ...] = ()
     parts: tuple[Part, ...] = ()
+    names: frozenset[str] = frozenset()
 
     def summary(self, most: int = 6) -> str:
         """One line for a report: "graded biasGeluFused from your program; kept geluErf, kInvSqrt2; ignored
@@ -852,7 +854,18 @@ class _Program:
                 pieces.append((d.first, d.last))
         pieces.sort()
         text = self._assemble(pieces)
-        return self._result(text, everything, kept, self.headers, kernels)
+        return self._result(text, everything, kept, self.headers, kernels, self._names(pieces))
+
+    def _names(self, pieces: list[tuple[int, int]]) -> frozenset[str]:
+        """The identifiers of the tokens first..last of each piece, a directive's own tokens included."""
+        out = set()
+        for first, last in pieces:
+            for t in range(first, last + 1):
+                if self.kinds[t] == "i":
+                    out.add(self.texts[t])
+                elif self.kinds[t] == "d":
+                    out.update(x[1] for x in self.subs[t] if x[0] == "i")
+        return frozenset(out)
 
     def _conditional_groups(self) -> tuple[list[int | None], list[int | None], list[list[int]], list[int]]:
         """The `#if` groups among the declarations: for each declaration (and each directive inside one, by
@@ -881,7 +894,7 @@ class _Program:
         return group_of, parents, directives, stack
 
     def _result(self, text: str, everything: list[_Decl], kept: set[int], headers: tuple[str, ...],
-                kernels: list[int]) -> Extracted:
+                kernels: list[int], names: frozenset[str]) -> Extracted:
         parts, seen = [], set()
         in_order = heapq.merge(enumerate(self.decls), enumerate(self.inner, start=len(self.decls)),
                                key=lambda kd: kd[1].first)
@@ -896,7 +909,7 @@ class _Program:
         ignored = tuple(dict.fromkeys(p.name for p in parts if not p.kept and p.name not in kept_set))
         parts = [p for p in parts if p.kept or p.name not in kept_set]
         return Extracted(text, kept_names, ignored, True, self.kernel, self.tok_line(self.decls[kernels[0]].first),
-                         headers, tuple(parts))
+                         headers, tuple(parts), names)
 
     def _check_kernel(self, kernels: list[int]) -> None:
         """Refuse a kernel that cannot be separated: missing, a template, in a namespace, not __global__,

@@ -1,10 +1,10 @@
 """The kernel's parameter list, as written in the source and as compiled, checked against the contract.
 
-The compiled kernel (its PTX parameter list, then the driver's parameter sizes) is the authority on widths;
-the source text only tells pointers from integers and names parameters in messages. The text is read as
-grader.lexer's tokens, without comments, preprocessor lines and `#if 0` blocks, from the last definition of
-the kernel; where it cannot be read (a macro-built list, several disagreeing definitions) only the compiled
-list is judged.
+The compiled kernel (the cubin's parameter list: grader.cubin; on the GPU the driver's sizes too) is the
+authority on the count and widths; the source text only tells pointers from integers and names parameters in
+messages. The text is read as grader.lexer's tokens, without comments, preprocessor lines and `#if 0` blocks,
+from the last definition of the kernel; where it cannot be read (a macro-built list, several disagreeing
+definitions) only the compiled list is judged.
 """
 
 from __future__ import annotations
@@ -235,7 +235,8 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
                  kernel: str) -> tuple[int, ...]:
     """Check the compiled kernel's parameters against the contract; return each parameter's width in bytes.
 
-    compiled: (PTX type, size in bytes) per parameter, e.g. [('u64', 8), ('u32', 4)]; written: the list from
+    compiled: (PTX type, size in bytes) per parameter, e.g. [('u64', 8), ('u32', 4)], as grader.compile reads
+    them (count and sizes from the cubin's metadata, types from PTX that agrees with it); written: the list from
     `source_signature`, ignored when its length differs from the compiled list (a macro expansion). Pointers
     (x, bias, out) must be 8-byte integers in PTX; rows, cols and n 4- or 8-byte integers. The written text
     refuses a parameter only on clear evidence: a pointer role written as an integer, a floating-point

@@ -178,13 +178,16 @@ def prepare(text: str, name: str) -> tuple[str, Extracted | None]:
     """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here).
 
     Returns (the text NVRTC compiles, the extraction): for a file with device code only, prepare_for_nvrtc's
-    text as it always was and None; for a whole program (grader.program), the prelude and the kernel with the
-    device code it uses, and the Extracted that says what was kept and ignored. Raises SubmissionError (stage
+    text as it always was and None; for a whole program (grader.program), the prelude (with the macros of nvcc's
+    implicit cuda_runtime.h and the host headers that the extracted text names: grader.prelude) and the kernel with
+    the device code it uses, and the Extracted that says what was kept and ignored. Raises SubmissionError (stage
     "source") naming the line of a refused construct, or of a kernel that cannot be separated from its program.
     """
     name = safe_source_name(name)
     extracted = extract(normalize(text), name)
-    return prelude(extracted.headers) + extracted.text, extracted if extracted.whole_program else None
+    if not extracted.whole_program:
+        return prelude(extracted.headers) + extracted.text, None
+    return prelude(extracted.headers, extracted.names) + extracted.text, extracted
 
 
 def safe_source_name(name: str) -> str:

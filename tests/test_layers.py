@@ -13,7 +13,7 @@ LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.lexer", "grader.procs",
-     "grader.prelude", "grader.svgplot"],
+     "grader.prelude", "grader.svgplot", "grader.cubin"],
     # readers of its tokens: the include policy, the whole-program tokens
     ["grader.directives", "grader.program_tokens"],
     ["grader.model"],
