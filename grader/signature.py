@@ -10,7 +10,6 @@ definitions) only the compiled list is judged.
 from __future__ import annotations
 
 import bisect
-import re
 from typing import NamedTuple
 
 from grader.contract import POINTER_ROLES, Contract
@@ -27,7 +26,6 @@ _QUALIFIERS = frozenset((
     "const", "volatile", "__restrict__", "__restrict", "restrict", "register", "std", "__grid_constant__",
     "struct", "class", "typename", "enum",
 ))
-_IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 def source_signature(text: str, kernel: str) -> list[str] | None:
@@ -205,10 +203,26 @@ def _split_params(inside: list[_Code]) -> list[str] | None:
     return None if "" in params else params
 
 
+def _words(decl: str) -> tuple[list[str], set[str]]:
+    """One written declaration read as grader.lexer's tokens, up to a default argument's `=`: its
+    identifiers in order, and the set of its punctuators."""
+    idents: list[str] = []
+    puncts: set[str] = set()
+    for tok in tokens(decl):
+        text = tok.text(decl)
+        if tok.kind == PUNCT and text == "=":
+            break
+        if tok.kind == IDENT:
+            idents.append(text)
+        elif tok.kind == PUNCT:
+            puncts.add(text)
+    return idents, puncts
+
+
 def _type_words(decl: str) -> list[str]:
     """The type words of one declaration: its identifiers less qualifiers and less its name (the last
     identifier, when there are two or more)."""
-    words = [w for w in _IDENT.findall(decl) if w not in _QUALIFIERS]
+    words = [w for w in _words(decl)[0] if w not in _QUALIFIERS]
     return words[:-1] if len(words) >= 2 else words
 
 
@@ -216,14 +230,14 @@ def _param_kind(param: str) -> str:
     """Classify one written parameter by its type: 'reference' (&), 'pointer' (* or []), 'integer' (only
     integer type words), 'floating' (a float/double/half type word) or 'unknown' (a typedef, a macro, a
     struct: the text says nothing and only the compiled kernel is judged)."""
-    decl_text = param.split("=", 1)[0]  # drop a default argument
-    if "&" in decl_text:
+    puncts = _words(param)[1]  # up to a default argument
+    if puncts & {"&", "&&"}:
         return "reference"
-    if "*" in decl_text or "[" in decl_text:
+    if puncts & {"*", "[", "<:"}:
         return "pointer"
-    if "(" in decl_text or "<" in decl_text:  # a function type, a template: leave it to the compiled kernel
+    if puncts & {"(", "<", "<<", "<=", "<<="}:  # a function type, a template: leave it to the compiled kernel
         return "unknown"
-    words = _type_words(decl_text)
+    words = _type_words(param)
     if words and all(w in INTEGER_TYPE_WORDS for w in words):
         return "integer"
     if any(w in FLOAT_TYPE_WORDS for w in words):
