@@ -8,8 +8,8 @@ For each FILE (default: KERNELS) it runs `ncu --csv --page raw` over the grader'
 CANDIDATES, less the names this ncu does not list (`ncu --query-metrics-mode suffix`), and with
 `--clock-control none` (the card's clocks are left alone). Then it grades each FILE in this one process
 (grader.grade.grade_file, the chain table left out to save time) and writes its fractions, table and hints.
-Everything goes into DIR (default $OUT or results/) and DIR/record.tar.gz (the device tool brings back 8 files
-at most). Stops starting new steps after --budget seconds.
+Everything goes into DIR/record.tar.gz (DIR: default $OUT or results/; the device tool brings back 8 files at
+most), packed again after every step. Stops starting new steps after --budget seconds.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def valid_metrics(out: Path) -> list[str]:
     """CANDIDATES this ncu lists (suffix mode over their base names); all of them when the listing is unreadable."""
     bases = sorted({re.sub(r"\.(sum|avg|max|min|pct|ratio).*$", "", m) for m in CANDIDATES})
     log = out / "query_suffix.txt"
-    run(["ncu", "--query-metrics-mode", "suffix", "--chip", "gh100", "--metrics", ",".join(bases)], log, 60)
+    run(["ncu", "--query-metrics-mode", "suffix", "--metrics", ",".join(bases)], log, 60)
     listed = set(re.findall(r"^\s*([a-z0-9_]+__[a-z0-9_.]+)", log.read_text(errors="replace"), re.M))
     good = [m for m in CANDIDATES if m in listed]
     (out / "metrics_used.txt").write_text("\n".join(good) + "\n\nleft out:\n" +
@@ -71,9 +72,9 @@ def valid_metrics(out: Path) -> list[str]:
 
 def profile(path: str, metrics: list[str], out: Path) -> None:
     """ncu's raw CSV of the profiled child on `path` into out/ncu_NAME.csv; a metric ncu refuses is dropped
-    and the run repeated (three times at most)."""
+    and the run repeated (six times at most)."""
     name = Path(path).stem
-    for _ in range(3):
+    for _ in range(6):
         csv, log = out / f"ncu_{name}.csv", out / f"ncu_{name}.log"
         cmd = ["ncu", "--csv", "--page", "raw", "--print-units", "base", "--cache-control", "all",
                "--clock-control", "none", "--metrics", ",".join(metrics), "--kernel-name", FILTER,
@@ -87,9 +88,9 @@ def profile(path: str, metrics: list[str], out: Path) -> None:
         metrics = [m for m in metrics if m not in bad]
 
 
-def pack(out: Path) -> None:
-    """out/ as out/../record.tar.gz (again after every step: what a timeout leaves still comes back)."""
-    with tarfile.open(out.parent / "record.tar.gz", "w:gz") as tar:
+def pack(out: Path, into: Path) -> None:
+    """out/ as into/record.tar.gz (again after every step: what a timeout leaves still comes back)."""
+    with tarfile.open(into / "record.tar.gz", "w:gz") as tar:
         tar.add(out, arcname="record")
 
 
@@ -116,18 +117,19 @@ def main() -> int:
     p.add_argument("--out", default=os.environ.get("OUT", "results"))
     p.add_argument("--budget", type=float, default=230.0)
     args = p.parse_args()
-    out = Path(args.out) / "record"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="ncu-record-")) / "record"
+    out.mkdir()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     run(["ncu", "--version"], out / "ncu_version.txt", 30)
-    run(["ncu", "--query-metrics", "--chip", "gh100"], out / "query_metrics.txt", 60)
+    run(["ncu", "--query-metrics"], out / "query_metrics.txt", 60)
     metrics = valid_metrics(out)
     for path in args.files:
         if time.monotonic() - start < args.budget * 0.6:
             profile(path, metrics, out)
-            pack(out)
+            pack(out, Path(args.out))
     if time.monotonic() - start < args.budget:
-        grade_all(args.files, out, lambda: pack(out))
+        grade_all(args.files, out, lambda: pack(out, Path(args.out)))
     print(f"done in {time.monotonic() - start:.0f} s")
     return 0
 
