@@ -14,7 +14,7 @@ benchmark shape; by default the benchmark shape of this card), then launches, on
   4. the 16-byte copy (copyVec4), 5. the one-float copy (copyScalar).
 
 ncu names all three biasGeluFused launches alike, so grader.counters tells them apart by this order (ncu reports
-launches in the order they were made). Prints one JSON line of what it launched, which nobody reads (ncu's log
+launches in the order they were made; grader.counters.LAUNCH_ORDER). Prints one JSON line of what it launched, which nobody reads (ncu's log
 is the record; the profiled kernel's printf shares this stdout).
 """
 
@@ -26,6 +26,7 @@ import sys
 
 from grader import exercise, kernel_cache
 from grader.compile import compile_kernels
+from grader.counters import MODEL, PAGE_ANSWER
 from grader.device import open_gpu
 from grader.launch import bind
 from grader.signature import check_params, source_signature
@@ -33,8 +34,6 @@ from grader.source import read_submission
 from grader.timing import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor, InputFiller, bench_shape
 from reference_kernels.suite import PAGE, WIDE, chain_kernels, source_text
 
-MODEL = "model answer, 16 B/thread"
-PAGE_ANSWER = "page's answer, 4 B/thread"
 LAUNCHES = (exercise.KERNEL_NAME, MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)
 """The labels of the profiled launches, in launch order (module docstring)."""
 
