@@ -381,6 +381,9 @@ LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
 """The labels of the child's three biasGeluFused launches in the order it makes them (grader.profiled): ncu names
 them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
 _COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
+SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
+        COPY_SCALAR: "the one-float copy"}
+"""How the findings name each launch."""
 
 
 def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0,
@@ -516,7 +519,7 @@ def access_findings(c: Counters) -> list[str]:
                    "a bias entry need 0.250, out 0.125)")
     ipe = k.instructions_per_elem
     if ipe is not None:
-        refs = [f"{r.label}: {r.instructions_per_elem:.2f}" for r in (page, model)
+        refs = [f"{SAID[r.label]} {r.instructions_per_elem:.2f}" for r in (page, model)
                 if r is not None and r.instructions_per_elem is not None]
         text = f"work: {ipe:.2f} warp instructions per element" + (f" ({', '.join(refs)})" if refs else "")
         if k.issue_pct is not None:
@@ -528,7 +531,7 @@ def access_findings(c: Counters) -> list[str]:
         units = ", ".join(f"{u} {v:.0f}%" for u, v in sorted(k.memory.items(), key=lambda kv: -kv[1]))
         warps = f"; warps resident {k.warps_pct:.0f}% of what the SMs hold" if k.warps_pct is not None else ""
         out.append(f"memory units, % of peak throughput: {units}{warps}")
-    times = [f"{x.label} {x.duration_ns / 1e6:.3f}" for x in c.kernels if x.duration_ns]
+    times = [f"{SAID.get(x.label, x.label)} {x.duration_ns / 1e6:.3f}" for x in c.kernels if x.duration_ns]
     if times:
         out.append("times under ncu, ms: " + ", ".join(times))
     return out
@@ -548,6 +551,6 @@ def counters_wanted(report, asked: bool, when_slow: bool) -> str:
         return "asked"
     x = report.fraction_of_scalar_copy
     if when_slow and report.verdict in ("gold", "silver", "fail") and x is not None and x < AUTO_BELOW:
-        return (f"measured because the kernel is correct but runs at {x:.3f} of the one-float-per-thread copy "
+        return (f"wanted because the kernel is correct but runs at {x:.3f} of the one-float-per-thread copy "
                 f"(under {AUTO_BELOW:g})")
     return ""

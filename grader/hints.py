@@ -326,8 +326,8 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
 FROM_SASS = "from the machine code"
 FROM_PTX = "from the PTX"
 
-_BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer division on every element, and a "
-              "kernel this close to the copy floor has nothing to hide it behind. Use the page's row grid "
+_BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer division on every element, which a "
+              "kernel near the copy floor has nothing to hide behind. Use the page's row grid "
               "(blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so bias[col] needs no division.")
 
 

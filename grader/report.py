@@ -153,7 +153,8 @@ def counters_text(c: Counters) -> list[str]:
     out = [f"Counters{why} ({c.tool}, one launch each at the benchmark shape, caches flushed; bytes, sectors and "
            f"warp instructions per element; the model counts {c.model_bytes_per_elem:g} bytes):",
            tabulate(rows, headers=["launch", "ms", "DRAM read", "DRAM written", "DRAM total", "L2", "ld sectors/req",
-                                   "st sectors/req", "warp inst/elem", "issue %"], tablefmt="simple")]
+                                   "st sectors/req", "warp inst/elem", "issue %"], tablefmt="simple",
+                    disable_numparse=True)]
     out += [f"Counters: {f}" for f in c.findings]
     return out + [""]
 

@@ -45,6 +45,8 @@ OCCUPANCY_X = 0.6
 """Resident warps under this share of the reference's are too few (tests/data/silver/stride_float4.cu: 0.46)."""
 UNEXPLAINED_X = 1.25
 """Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint."""
+LITTLE = 0.005
+"""An estimated gain under this fraction of the copy floor is "worth little on its own now"."""
 GENERATED = ("unexplained", "scattered", "work", "occupancy", "slow")
 """Kinds of hints made here (rank makes them again each time; the others come from grader.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
@@ -69,10 +71,13 @@ class Hint(ReportModel):
         """The hint as the report prints it: its text, then its estimate in words."""
         if self.saved_ms is None or self.fraction_now is None or self.fraction_after is None:
             return self.text
-        gain = self.fraction_after - self.fraction_now
+        now, after = self.fraction_now, self.fraction_after
+        if after - now < LITTLE:
+            return f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about {after:.3f}; " \
+                   f"{self.basis}]"
         word = "at most" if self.bound else "about"
-        return (f"{self.text} [worth {word} +{gain:.2f} of the copy floor: from {self.fraction_now:.3f} to "
-                f"{'at most ' if self.bound else 'about '}{self.fraction_after:.3f}; {self.basis}]")
+        return f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} {after:.3f}; " \
+               f"{self.basis}]"
 
 
 @dataclass(frozen=True)
@@ -178,20 +183,25 @@ def scattered_hint(m: Measured, cols: int | None) -> Hint | None:
     from grader.counters import ideal_sectors
 
     k = m.yours
-    parts = []
+    width = k.bytes_per_thread_access
+    sides = []
     for side, need, what in (("st", ST_NEED, "stores"), ("ld", LD_NEED, "loads")):
-        per_elem, per_req, ideal = k.per_elem(k.st_sectors if side == "st" else k.ld_sectors), \
-            k.sectors_per_request(side), ideal_sectors(k, side)
+        per_elem = k.per_elem(k.st_sectors if side == "st" else k.ld_sectors)
+        per_req, ideal = k.sectors_per_request(side), ideal_sectors(k, side)
         if per_elem is not None and per_req is not None and ideal and per_elem > SCATTER_X * need:
-            parts.append(f"its {what} touch {per_req:.1f} sectors per warp request where a coalesced access as wide "
-                         f"touches {ideal:.0f} ({per_elem:.3f} sectors per element where {need:.3f} do)")
-    if not parts:
+            sides.append((what, per_req, ideal, per_elem, need))
+    if not sides or width is None:
         return None
-    apart = f"; down a column of this {cols}-column matrix they are {cols * 4 / 1024:g} KiB apart" if cols else ""
-    text = ("scattered accesses (from the counters): " + ", and ".join(parts) + ". Consecutive threads of a warp "
-            f"access addresses 32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. "
-            "Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and "
-            "threadIdx.x), so that a warp reads and writes one contiguous piece of a row.")
+    first, *rest = sides
+    said = (f"each warp's {first[0]} touch {first[1]:.1f} sectors where a coalesced {width:g}-byte access touches "
+            f"{first[2]:.0f}" + "".join(f", and its {s[0]} {s[1]:.1f} where {s[2]:.0f} would do" for s in rest))
+    per = " and ".join(f"{s[3]:.3f}" for s in sides) + " sectors per element where " + \
+        " and ".join(f"{s[4]:.3f}" for s in sides) + " do"
+    apart = f" (down a column of this {cols}-column matrix they are {cols * 4 / 1024:g} KiB apart)" if cols else ""
+    text = (f"scattered accesses (from the counters): {said} ({per}): consecutive threads of a warp access addresses "
+            f"32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. Map threadIdx.x to the "
+            "column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so that a "
+            "warp reads and writes one contiguous piece of a row.")
     return _estimate(Hint(text=text, kind="scattered"), m.times, m.after(m.t_ref, m.s_issue * m.times.kernel / ETA),
                      COUNTERS)
 
