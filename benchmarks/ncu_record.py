@@ -1,5 +1,6 @@
 """Record Nsight Compute's raw CSV of the hint kernels (issue 23) on a GPU, for the CPU tests' recorded counters
-(tests/data/ncu/), with each kernel's graded fractions beside it.
+(tests/data/ncu/), with each kernel's graded fractions beside it. (tests/data/ncu/README.md says how the files
+there were recorded: by an equivalent command line, before the profiled child launched the references itself.)
 
     python3 benchmarks/ncu_record.py [--out DIR] [--budget S] [FILE ...]
 
@@ -18,12 +19,19 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.device import visible_gpus  # noqa: E402
+from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 
 KERNELS = ("tests/data/hints/col_major.cu", "tests/data/hints/double.cu", "tests/data/hints/normcdf_scalar.cu",
            "tests/data/hints/scalar.cu", "tests/data/hints/mod_cols.cu", "submissions/gold_float4.cu",
@@ -111,12 +119,20 @@ def grade_all(paths: list[str], out: Path, after) -> None:
         after()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="*", default=list(KERNELS))
-    p.add_argument("--out", default=os.environ.get("OUT", "results"))
-    p.add_argument("--budget", type=float, default=230.0)
-    args = p.parse_args()
+    p.add_argument("--out", default=os.environ.get("OUT", "results"), help="folder of record.tar.gz")
+    p.add_argument("--budget", type=float, default=230.0, help="seconds after which no new step starts")
+    args = p.parse_args(argv)
+    try:
+        visible_gpus()
+    except NoGpuError as err:
+        print(f"ncu_record: no GPU: {err}", file=sys.stderr)
+        return EXIT_NO_GPU
+    if shutil.which("ncu") is None:
+        print("ncu_record: no Nsight Compute (`ncu` not on PATH)", file=sys.stderr)
+        return EXIT_NO_GPU
     out = Path(tempfile.mkdtemp(prefix="ncu-record-")) / "record"
     out.mkdir()
     Path(args.out).mkdir(parents=True, exist_ok=True)
