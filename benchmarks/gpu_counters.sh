@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The counters' check on the GPU (issue 12): ncu's raw CSV for one submission, `grade --counters` on the
+# The counters' check on the GPU (issue 12; issue 23's hints: benchmarks/hint_check.py): ncu's raw CSV for one submission, `grade --counters` on the
 # examples (with the time it adds), `grade selfcheck --counters`. Logs in $OUT (or results/), few files.
 set -uo pipefail
 out=${OUT:-results}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 now() { python3 -c 'import time; print(time.monotonic())'; }
-{ ncu --version; timeout 120 ncu --csv --page raw --print-units base --cache-control all \
+{ ncu --version; timeout 120 ncu --csv --page raw --print-units base --cache-control all --clock-control none \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum --kernel-name "regex:biasGeluFused|copyVec4" \
   python3 -m grader.profiled submissions/gold_float4.cu --rows 61440 --cols 4096; } > "$out/ncu_raw.txt" 2>&1
 for f in submissions/gold_float4.cu submissions/page_scalar.cu tests/data/silver/stride_float4.cu submissions/tanh_gelu.cu; do

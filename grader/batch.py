@@ -502,6 +502,9 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--counters", action="store_true",
                    help="also measure each timed kernel's DRAM and L2 bytes with Nsight Compute (ncu); never "
                         "changes a verdict")
+    p.add_argument("--counters-when-slow", action="store_true",
+                   help="measure the counters of a correct kernel under half the one-float-per-thread copy, as "
+                        "`grade FILE` does (its hints then name the measured cause); never changes a verdict")
     p.add_argument("--unsandboxed", action="store_true",
                    help="grade even where NVRTC cannot be confined by Landlock (not Linux 5.13+): the include "
                         "filter alone then keeps submissions from reading this machine's files; recorded in "
@@ -644,7 +647,7 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
                                 memory_limit=args.memory_limit * 2**30, arch=args.arch, seed=args.seed,
                                 on_result=record, progress=progress, tmp=tmp, sandbox=box.available,
-                                counters=args.counters)
+                                counters=args.counters, counters_when_slow=args.counters_when_slow)
     except Interrupted:
         complete = False
     except WorkerStartError as err:

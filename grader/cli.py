@@ -153,8 +153,10 @@ def single_parser() -> argparse.ArgumentParser:
                    help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--counters", action="store_true",
-                   help="also measure the DRAM and L2 bytes the kernel moves with Nsight Compute (ncu; one profiled "
-                        "launch of it and of the copy at the benchmark shape; never changes the verdict)")
+                   help="also measure with Nsight Compute (ncu) the bytes the kernel moves, how its warps access "
+                        "memory and the work they do, beside the page's answer, the model answer and the copies "
+                        "(one profiled launch each at the benchmark shape; never changes the verdict); measured "
+                        "unasked for a correct kernel under half the one-float copy")
     p.add_argument("--run-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds a stage (compile, verify) may run before grading stops with an error; timing "
                         "gets S plus its waits for a quiet GPU (default 60)")
@@ -305,7 +307,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
               file=sys.stderr)
         return EXIT_INPUT
     from grader import sandbox
-    from grader.grade import grade_file
+    from grader.grade import add_counters, grade_file
     from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.report import error_report, render_text
     from grader.terminal import StageLine
@@ -357,12 +359,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         dog.stop()
         os.close(report_fd)
-    if args.counters:
-        from grader.counters import Counters, submission_counters, verdict_allows
-
-        why_not = verdict_allows(report)
-        report.counters = Counters(unavailable=why_not) if why_not else \
-            submission_counters(args.file, report.bench_rows, report.bench_cols, device=args.device)
+    add_counters(report, args.file, asked=args.counters, device=args.device)  # or unasked, for a slow kernel
     if args.format == "gradescope":
         _emit(json.dumps(gradescope_results(report, execution_time=time.monotonic() - started), indent=2))
     else:

@@ -17,11 +17,32 @@ NVreg_RestrictProfilingToAdminUsers=0, which /proc/driver/nvidia/params shows as
 CUPTI is not a fallback: cupti-python 13.4 on the H200's 13.0 driver enabled PM sampling but failed to create
 a profiler-host configuration (CUPTI_ERROR_INVALID_PARAMETER), and its range profiler has no Python binding.
 
+Since issue 23 the child also launches the exercise's model answer (16-byte accesses) and the page's answer
+(4-byte accesses) and the one-float copy (grader.profiled), and ncu also reads how the launches access memory
+and how much work they do (METRICS; every name checked against ncu 2025.3.1 on the H200, whose raw CSVs are in
+tests/data/ncu/):
+
+  l1tex__t_sectors / _requests_pipe_lsu_mem_global_op_ld / _st .sum   32-byte sectors and warp requests of
+                                              global loads and stores: a coalesced 4-byte warp access is 4
+                                              sectors, a 16-byte one 16, a scattered one 32
+  smsp__inst_executed.sum                     warp instructions executed
+  sm__issue_active.avg.pct_of_peak_sustained_elapsed   issue slots busy, % of the launch
+  sm__inst_executed_pipe_P.avg.pct_of_peak_sustained_active   each pipe P's instructions, % of its peak
+  gpu__dram_throughput, lts__throughput, l1tex__throughput (.avg.pct_of_peak_sustained_elapsed)
+                                              each memory unit's throughput, % of its peak
+  sm__warps_active.avg.pct_of_peak_sustained_active    warps resident per SM, % of what it can hold
+  gpu__time_duration.sum                      the launch's time (ncu runs with --clock-control none, so the
+                                              card's own clocks: the same times the grading measured)
+
 Findings, against the byte model (grader.exercise: x read once, out written once, 8 bytes per element; the
 bias is one cols-float row read from cache):
 - measured over the model by more than MODEL_SLACK: which side (reads or writes) and the usual causes;
 - measured under what a correct kernel must move (what the 16-byte copy moved on each side, less
-  UNDER_SLACK): a kernel that skips work, or a measurement that did not see the launch.
+  UNDER_SLACK): a kernel that skips work, or a measurement that did not see the launch;
+- then, where measured, the sectors per request of loads and stores against a coalesced access of the same
+  width, the warp instructions per element against the page's answer and the model answer, the issue slots
+  and the busiest pipe, the memory units and the resident warps (access_findings). grader.worth turns them
+  into hints with what fixing each is worth.
 """
 
 from __future__ import annotations
@@ -40,7 +61,23 @@ from grader import exercise
 from grader.model import ReportModel
 from grader.procs import kill_group
 
-METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
+BYTE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
+"""DRAM bytes read and written, L2 bytes: what `grade selfcheck --counters` reads of every reference kernel."""
+ACCESS_METRICS = ("gpu__time_duration.sum",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")
+PIPES = {"alu": "ALU", "fma": "FMA", "fp64": "FP64", "xu": "XU", "lsu": "LSU", "adu": "ADU"}
+"""The pipes read (ncu's names and how the report names them): integer and logic (ALU), float multiply-add (FMA),
+double (FP64), special functions and conversions (XU: MUFU, I2F, F2I), loads and stores (LSU), address
+divergence and branches (ADU)."""
+MEMORY_UNITS = {"DRAM": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                "L2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                "L1": "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"}
+WORK_METRICS = ("smsp__inst_executed.sum", "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+                *(f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active" for p in PIPES),
+                *MEMORY_UNITS.values(), "sm__warps_active.avg.pct_of_peak_sustained_active")
+METRICS = BYTE_METRICS + ACCESS_METRICS + WORK_METRICS
+"""What a submission's profile reads (module docstring)."""
 MODEL_SLACK = 0.05
 """Measured bytes per element may pass the model by this share before it is a finding (DRAM refresh, ECC and
 the bias row's one read add well under 1% at the benchmark shape)."""
@@ -59,8 +96,14 @@ SEARCH = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/n
           "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 """Where `ncu` is looked for after PATH, CUDA_HOME and CUDA_PATH."""
 
+SECTOR_BYTES = 32
+"""Bytes of one sector: the L1's and L2's unit of transfer."""
+
+
 _UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12, "kibyte": 2**10, "mibyte": 2**20,
-          "gibyte": 2**30}
+          "gibyte": 2**30, "ns": 1, "nsecond": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
+          "second": 1e9, "s": 1e9}
+"""Unit multiples to base units (bytes, nanoseconds); other units (%, sector, inst) are kept as they are."""
 
 
 class CountersUnavailable(Exception):
@@ -68,8 +111,11 @@ class CountersUnavailable(Exception):
 
 
 class KernelCounters(ReportModel):
-    """What one profiled launch moved: `label` (the version), the kernel's name as ncu gives it, elements of
-    its output, DRAM bytes read and written, and L2 bytes (None where ncu gave no value)."""
+    """What one profiled launch moved and did: `label` (the version), the kernel's name as ncu gives it, elements
+    of its output, DRAM bytes read and written, L2 bytes; then (None or empty where ncu gave no value) its time
+    in ns, the 32-byte sectors and warp requests of its global loads and stores, the warp instructions it
+    executed, its issue slots busy (% of the launch), each of PIPES' instructions (% of that pipe's peak),
+    each MEMORY_UNITS' throughput (% of its peak) and the warps resident per SM (% of the most it holds)."""
 
     label: str
     kernel: str
@@ -77,9 +123,19 @@ class KernelCounters(ReportModel):
     dram_read: float | None = None
     dram_write: float | None = None
     l2_bytes: float | None = None
+    duration_ns: float | None = None
+    ld_sectors: float | None = None
+    ld_requests: float | None = None
+    st_sectors: float | None = None
+    st_requests: float | None = None
+    instructions: float | None = None
+    issue_pct: float | None = None
+    pipes: dict[str, float] = {}
+    memory: dict[str, float] = {}
+    warps_pct: float | None = None
 
     def per_elem(self, value: float | None) -> float | None:
-        """`value` (bytes) per element of the output."""
+        """`value` (bytes, sectors, instructions) per element of the output."""
         return None if value is None or not self.elements else value / self.elements
 
     @property
@@ -89,16 +145,56 @@ class KernelCounters(ReportModel):
             return None
         return self.per_elem(self.dram_read + self.dram_write)
 
+    def sectors_per_request(self, side: str) -> float | None:
+        """Sectors each warp request of global loads (`side` "ld") or stores ("st") touched, on average."""
+        sectors, requests = (self.ld_sectors, self.ld_requests) if side == "ld" else (self.st_sectors, self.st_requests)
+        return None if sectors is None or not requests else sectors / requests
+
+    @property
+    def bytes_per_thread_access(self) -> float | None:
+        """Bytes each thread stores per store instruction, from elements per store request (every element is
+        stored once, 4 bytes, by one lane of a 32-thread warp request): 4 for float, 16 for float4."""
+        if not self.st_requests or not self.elements:
+            return None
+        return exercise.BYTES_PER_FLOAT * self.elements / self.st_requests / 32
+
+    @property
+    def instructions_per_elem(self) -> float | None:
+        """Warp instructions executed per element of the output."""
+        return self.per_elem(self.instructions)
+
+    @property
+    def busiest_pipe(self) -> tuple[str, float] | None:
+        """(report name, % of its peak) of the pipe that ran closest to its peak; None when none was read."""
+        if not self.pipes:
+            return None
+        name = max(self.pipes, key=lambda p: self.pipes[p])
+        return PIPES.get(name, name), self.pipes[name]
+
+    @property
+    def busiest_memory(self) -> tuple[str, float] | None:
+        """(unit, % of its peak) of the memory unit that ran closest to its peak; None when none was read."""
+        if not self.memory:
+            return None
+        name = max(self.memory, key=lambda u: self.memory[u])
+        return name, self.memory[name]
+
 
 class Counters(ReportModel):
-    """The counters of a grading: the tool, each profiled launch, the model's bytes per element, findings, and
-    `unavailable` (the reason) when nothing could be measured."""
+    """The counters of a grading: the tool, each profiled launch, the model's bytes per element, findings,
+    `unavailable` (the reason) when nothing could be measured, and `why` they were measured when nobody asked
+    (counters_wanted)."""
 
     tool: str = ""
     kernels: list[KernelCounters] = []
     model_bytes_per_elem: float = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
     findings: list[str] = []
     unavailable: str = ""
+    why: str = ""
+
+    def get(self, label: str) -> KernelCounters | None:
+        """The launch labelled `label` (YOURS, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR), or None."""
+        return next((k for k in self.kernels if k.label == label), None)
 
 
 def find_ncu() -> str | None:
@@ -117,10 +213,13 @@ def find_ncu() -> str | None:
 
 
 def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIMEOUT_S,
-            ncu: str | None = None, on_start=None) -> tuple[str, list[dict[str, str]]]:
+            ncu: str | None = None, on_start=None,
+            metrics: tuple[str, ...] = BYTE_METRICS) -> tuple[str, list[dict[str, str]]]:
     """Run `child` (an argv) under ncu, each kernel launch whose name matches the regular expression `kernels`
-    (every launch when None) profiled once with caches flushed; returns ncu's version line and one dict per
-    profiled launch, in launch order (keys: "Kernel Name", the METRICS as "name" -> value in bytes as text).
+    (every launch when None) profiled once with caches flushed and the card's clocks left alone
+    (`--clock-control none`), reading `metrics`; returns ncu's version line and one dict per profiled launch,
+    in launch order (keys: "Kernel Name", "Grid Size", ..., each metric as "name" -> its value in base units,
+    bytes and nanoseconds, as text).
 
     ncu and the child run in a session of their own (POSIX), with stdout discarded (the profiled kernel's
     printf lands there, so nothing it prints is read: not as CSV, not as a reason); ncu's report comes from
@@ -137,7 +236,7 @@ def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIM
         version, _ = _run([ncu, "--version"], tmp, VERSION_TIMEOUT_S, "ncu --version", on_start, keep_stdout=True)
         log, err_path = Path(tmp) / "ncu.csv", Path(tmp) / "stderr.txt"
         cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--cache-control", "all",
-               "--metrics", ",".join(METRICS), "--log-file", str(log),
+               "--clock-control", "none", "--metrics", ",".join(metrics), "--log-file", str(log),
                *(["--kernel-name", f"regex:{kernels}"] if kernels else []), *child]
         _, returncode = _run(cmd, tmp, timeout_s, "ncu", on_start, stderr=err_path)
         if log.exists() and log.stat().st_size > MAX_LOG_BYTES:
@@ -224,8 +323,8 @@ def _version(text: str) -> str:
 
 def parse_csv(text: str) -> list[dict[str, str]]:
     """The rows of ncu's `--csv --page raw` output (one per profiled launch, after the header and the units
-    row), values scaled to base units (bytes) where the units row names a multiple. Lines ncu writes that
-    are not CSV (`==PROF==`, the program's own output) are skipped."""
+    row), values scaled to base units (bytes, nanoseconds) where the units row names a multiple (_UNITS).
+    Lines ncu writes that are not CSV (`==PROF==`, the program's own output) are skipped."""
     lines = [line for line in text.splitlines() if line.startswith('"')]
     if not lines:
         return []
@@ -238,7 +337,7 @@ def parse_csv(text: str) -> list[dict[str, str]]:
         if units:
             for name, unit in zip(header, units):
                 scale = _UNITS.get(unit.strip().lower())
-                if name in METRICS and scale and scale != 1 and _number(row.get(name)) is not None:
+                if scale and scale != 1 and _number(row.get(name)) is not None:
                     row[name] = repr(_number(row[name]) * scale)
         rows.append(row)
     return rows
@@ -252,40 +351,78 @@ def _number(text: str | None) -> float | None:
 
 
 def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCounters:
-    """KernelCounters of one parsed ncu row (parse_csv: values in bytes) for a launch over `elements` output
-    elements; a metric missing from the row, or not a number, is None."""
+    """KernelCounters of one parsed ncu row (parse_csv: values in bytes and ns) for a launch over `elements`
+    output elements; a metric missing from the row, or not a number, is None (left out of pipes and memory)."""
+    def get(name: str) -> float | None:
+        return _number(row.get(name))
+
+    pipes = {p: v for p in PIPES if (v := get(f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active"))
+             is not None}
+    memory = {u: v for u, name in MEMORY_UNITS.items() if (v := get(name)) is not None}
     return KernelCounters(label=label, kernel=row.get("Kernel Name", "?"), elements=elements,
-                          dram_read=_number(row.get(METRICS[0])), dram_write=_number(row.get(METRICS[1])),
-                          l2_bytes=_number(row.get(METRICS[2])))
+                          dram_read=get(BYTE_METRICS[0]), dram_write=get(BYTE_METRICS[1]), l2_bytes=get(BYTE_METRICS[2]),
+                          duration_ns=get("gpu__time_duration.sum"),
+                          ld_sectors=get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+                          ld_requests=get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+                          st_sectors=get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+                          st_requests=get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+                          instructions=get("smsp__inst_executed.sum"),
+                          issue_pct=get("sm__issue_active.avg.pct_of_peak_sustained_elapsed"), pipes=pipes,
+                          memory=memory, warps_pct=get("sm__warps_active.avg.pct_of_peak_sustained_active"))
 
 
 # --- the submission ----------------------------------------------------------------------------------------
+YOURS = exercise.KERNEL_NAME
+MODEL = "model answer, 16 B/thread"
+PAGE_ANSWER = "page's answer, 4 B/thread"
+COPY_VEC4 = "copy, 16 B/thread"
+COPY_SCALAR = "copy, 1 float/thread"
+LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
+"""The labels of the child's three biasGeluFused launches in the order it makes them (grader.profiled): ncu names
+them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
+_COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
+SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
+        COPY_SCALAR: "the one-float copy"}
+"""How the findings name each launch."""
+
+
 def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0,
                         on_start=None) -> Counters:
-    """Profile one launch of the submission at `path` and one of the 16-byte copy at rows x cols (the graded
-    benchmark shape; None: the card's benchmark shape, for a kernel that was not timed) in a child process
-    under ncu; return the counters and findings. on_start: as for run_ncu. Never raises (but a
-    KeyboardInterrupt passes through): when the counters cannot be read, `unavailable` says why."""
+    """Profile one launch each of the submission at `path`, the model answer, the page's answer and the two
+    copies at rows x cols (the graded benchmark shape; None: the card's benchmark shape, for a kernel that was
+    not timed) in a child process under ncu (grader.profiled); return the counters and findings. on_start: as
+    for run_ncu. Never raises (but a KeyboardInterrupt passes through): when the counters cannot be read,
+    `unavailable` says why."""
     child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--device", str(device)]
     if rows and cols:
         child += ["--rows", str(rows), "--cols", str(cols)]
     try:
-        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4", on_start=on_start)
+        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4|copyScalar", on_start=on_start,
+                              metrics=METRICS)
     except CountersUnavailable as err:
         return Counters(unavailable=str(err))
-    launched = _launched(rows_)
-    n = launched or (rows or 0) * (cols or 0)
-    picked = {"yours": None, "copy": None}
-    for row in rows_:
+    return counters_of(tool, rows_, (rows or 0) * (cols or 0))
+
+
+def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Counters:
+    """The Counters of the child's profiled launches (`rows`, parse_csv's, in launch order): the biasGeluFused
+    launches labelled by LAUNCH_ORDER, the copies by their kernel's name, each once; `elements` per launch is
+    worked out from the 16-byte copy's grid, else taken as given."""
+    n = _launched(rows) or elements
+    picked: dict[str, KernelCounters] = {}
+    order = iter(LAUNCH_ORDER)
+    for row in rows:
         name = row.get("Kernel Name", "")
-        if name.startswith(exercise.KERNEL_NAME) and picked["yours"] is None:
-            picked["yours"] = kernel_counters(exercise.KERNEL_NAME, row, n)
-        elif name.startswith("copyVec4") and picked["copy"] is None:
-            picked["copy"] = kernel_counters("copy, 16 B/thread", row, n)
-    kernels = [k for k in picked.values() if k is not None]
-    if picked["yours"] is None:
+        label = next(order, None) if name.startswith(exercise.KERNEL_NAME) else \
+            next((lab for k, lab in _COPIES.items() if name.startswith(k)), None)
+        if label is not None and label not in picked:
+            picked[label] = kernel_counters(label, row, n)
+    kernels = [picked[k] for k in (*LAUNCH_ORDER, COPY_VEC4, COPY_SCALAR) if k in picked]
+    if YOURS not in picked:
         return Counters(tool=tool, kernels=kernels, unavailable="ncu profiled no launch of the submission's kernel")
-    return Counters(tool=tool, kernels=kernels, findings=findings(picked["yours"], picked["copy"]))
+    c = Counters(tool=tool, kernels=kernels)
+    c.findings = findings(picked[YOURS], picked.get(COPY_VEC4)) + access_findings(c)
+    return c
 
 
 def _launched(rows: list[dict[str, str]]) -> int:
@@ -352,3 +489,68 @@ def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
         ratio = f" ({l2 / total:.2f} x the DRAM bytes)" if total > 0 else ""
         out.append(f"L2: {l2:.2f} bytes per element through the L2{ratio}")
     return out
+
+
+def ideal_sectors(k: KernelCounters, side: str) -> float | None:
+    """Sectors per warp request of a coalesced access as wide as `k`'s (side "ld" or "st"): a warp's request
+    covers 32 threads x the bytes each thread moves; those bytes are what the kernel must move per element
+    (loads: x and a bias entry, 8 bytes; stores: out, 4) times elements per request, over 32 bytes a sector.
+    4 for one float per thread, 16 for a float4."""
+    requests = k.ld_requests if side == "ld" else k.st_requests
+    need = 2 * exercise.BYTES_PER_FLOAT if side == "ld" else exercise.BYTES_PER_FLOAT
+    if not requests or not k.elements:
+        return None
+    return need * k.elements / requests / SECTOR_BYTES
+
+
+def access_findings(c: Counters) -> list[str]:
+    """One sentence each, from what ncu read beyond bytes (module docstring): sectors per request against a
+    coalesced access of the same width, warp instructions per element against the page's answer and the model
+    answer, issue slots and the busiest pipe, the memory units and resident warps, and the launches' times.
+    Sentences whose counters ncu did not give are left out."""
+    k, model, page = c.get(YOURS), c.get(MODEL), c.get(PAGE_ANSWER)
+    out = []
+    ld, st = k.sectors_per_request("ld"), k.sectors_per_request("st")
+    ideal_ld, ideal_st = ideal_sectors(k, "ld"), ideal_sectors(k, "st")
+    if ld is not None and st is not None and ideal_ld and ideal_st:
+        out.append(f"accesses: each warp's loads touched {ld:.1f} sectors per request and its stores {st:.1f}, where "
+                   f"coalesced accesses as wide as yours touch {ideal_ld:.0f} and {ideal_st:.0f} "
+                   f"({k.per_elem(k.ld_sectors):.3f} and {k.per_elem(k.st_sectors):.3f} sectors per element; x and "
+                   "a bias entry need 0.250, out 0.125)")
+    ipe = k.instructions_per_elem
+    if ipe is not None:
+        refs = [f"{SAID[r.label]} {r.instructions_per_elem:.2f}" for r in (page, model)
+                if r is not None and r.instructions_per_elem is not None]
+        text = f"work: {ipe:.2f} warp instructions per element" + (f" ({', '.join(refs)})" if refs else "")
+        if k.issue_pct is not None:
+            text += f"; issue slots busy {k.issue_pct:.0f}% of the launch"
+        if k.busiest_pipe:
+            text += f"; the busiest pipe {k.busiest_pipe[0]} at {k.busiest_pipe[1]:.0f}% of its peak"
+        out.append(text)
+    if k.memory:
+        units = ", ".join(f"{u} {v:.0f}%" for u, v in sorted(k.memory.items(), key=lambda kv: -kv[1]))
+        warps = f"; warps resident {k.warps_pct:.0f}% of what the SMs hold" if k.warps_pct is not None else ""
+        out.append(f"memory units, % of peak throughput: {units}{warps}")
+    times = [f"{SAID.get(x.label, x.label)} {x.duration_ns / 1e6:.3f}" for x in c.kernels if x.duration_ns]
+    if times:
+        out.append("times under ncu, ms: " + ", ".join(times))
+    return out
+
+
+AUTO_BELOW = 0.5
+"""`grade FILE` (and `grade batch --counters-when-slow`) measure the counters unasked for a correct kernel below
+this fraction of the one-float-per-thread copy: far below even a scalar kernel's ceiling, where the copies and
+the machine code cannot say why (issue 23)."""
+
+
+def counters_wanted(report, asked: bool, when_slow: bool) -> str:
+    """Why counters should be measured for `report` (a GradeReport): "asked" (asked is true), or the reason a
+    slow correct kernel gets them unasked (when_slow, and its fraction of the one-float copy under AUTO_BELOW);
+    "" when they should not be. Whether the kernel can be profiled at all is verdict_allows' question."""
+    if asked:
+        return "asked"
+    x = report.fraction_of_scalar_copy
+    if when_slow and report.verdict in ("gold", "silver", "fail") and x is not None and x < AUTO_BELOW:
+        return (f"wanted because the kernel is correct but runs at {x:.3f} of the one-float-per-thread copy "
+                f"(under {AUTO_BELOW:g})")
+    return ""

@@ -32,6 +32,7 @@ from grader.source import Submission, read_submission
 from grader.timing import FLOOR_SCALAR, Table
 from grader.toolkit import check_arch, require_cuda
 from grader.verify import Verification, verify
+from grader.worth import Hint, Times, rank
 
 
 def verdict_for(fraction: float) -> Verdict:
@@ -239,17 +240,66 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
     return summary
 
 
-def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[str]:
+def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[Hint]:
     """Hints from the machine code (`reading`, the disassembly started after compiling), or the PTX without a
-    disassembler (grader.hints), with the measured copies for the 4-byte-load hint."""
-    hints = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
+    disassembler (grader.hints), with the measured copies for the 4-byte-load hint; ranked by what fixing each
+    is worth (rank_hints)."""
+    found = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
                        scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
                        floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading)
+    report.hints = [Hint(text=str(h), kind=h.kind) for h in found]
+    return rank_hints(report)
+
+
+SLOW_HINT = ("correct but slow: look at your bias index first, then at the width of your loads and stores "
+             "(the page's Check)")
+
+
+def times_of(report: GradeReport) -> Times | None:
+    """The grading's medians (the kernel, the copy floor, the one-float copy) of a correct, timed kernel's
+    report; None for any other (not timed, wrong output, withheld)."""
+    if report.stage != Stage.GRADE or report.verdict not in ("gold", "silver", "fail") or not report.table:
+        return None
+    ms = {row.version: row.ms for row in report.table}
+    if exercise.KERNEL_NAME not in ms or report.floor_version not in ms or FLOOR_SCALAR not in ms:
+        return None
+    return Times(kernel=ms[exercise.KERNEL_NAME], floor=ms[report.floor_version], one_float=ms[FLOOR_SCALAR])
+
+
+def rank_hints(report: GradeReport) -> list[Hint]:
+    """`report`'s hints ranked by what fixing each is worth (grader.worth.rank), from its times and, where they
+    were measured, its counters; a failed kernel with no hint at all gets SLOW_HINT."""
+    c = report.counters
+    why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
+    hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
-        hints.append("correct but slow: look at your bias index first, then at the width of your loads "
-                     "and stores (the page's Check)")
+        hints.append(Hint(text=SLOW_HINT, kind="slow"))
     return hints
+
+
+def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool = True, device: int = 0,
+                 on_start: Callable[[int], None] | None = None, before: Callable[[], None] | None = None) -> None:
+    """Measure the counters of the graded file at `path` into `report` when asked, or unasked for a slow
+    correct kernel (`when_slow`: grader.counters.counters_wanted), then rank its hints again with them. A kernel
+    that cannot be profiled (grader.counters.verdict_allows) gets the reason instead. before(), when given, is
+    called just before ncu starts (a batch worker sends the verdict first); on_start as for
+    grader.counters.run_ncu. Never raises for the counters' own failures (they say why in one line)."""
+    from grader.counters import Counters, counters_wanted, submission_counters, verdict_allows
+
+    why = counters_wanted(report, asked, when_slow)
+    if not why:
+        return
+    blocked = verdict_allows(report)
+    if blocked:
+        report.counters = Counters(unavailable=blocked)
+    else:
+        if before is not None:
+            before()
+        report.counters = submission_counters(path, report.bench_rows, report.bench_cols, device=device,
+                                              on_start=on_start)
+    report.counters.why = "" if why == "asked" else why
+    report.hints = rank_hints(report)
 
 
 def _flags(contract: Contract, m: Measurement | None) -> list:

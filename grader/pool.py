@@ -244,11 +244,12 @@ def memory_bytes(pid: int) -> int:
 
 def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: float, memory_limit: float,
              arch: str | None, seed: int | None, on_result, progress: Progress, tmp: Path,
-             sandbox: bool = True, counters: bool = False) -> bool:
+             sandbox: bool = True, counters: bool = False, counters_when_slow: bool = False) -> bool:
     """Grade `todo` (grader.batch.Item: id, path, real, name, sha256) on `slots`, one worker per item, calling
     on_result(item, report, phases, entry) as each result is known. memory_limit is in bytes (0: none).
     sandbox: the workers refuse to compile without the NVRTC sandbox (grader.sandbox.require); False only
-    for `grade batch --unsandboxed`. counters: each worker also profiles its timed kernel (grader.counters).
+    for `grade batch --unsandboxed`. counters: each worker also profiles its timed kernel (grader.counters);
+    counters_when_slow: it does so for a correct kernel under half the one-float copy (`--counters-when-slow`).
 
     Returns True when every item got a result, False when interrupted (Interrupted raised by a signal
     handler): the jobs in flight are stopped and left for the next run. Raises WorkerStartError when a
@@ -289,7 +290,8 @@ def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: 
         now = time.monotonic()
         slot.job = Job(item=item, worker=w, started=now, deadline=now + run_limit)
         job = {"path": str(item.real), "sha256": item.sha256, "name": item.name, "display": item.path,
-               "arch": arch, "seed": seed, "sandbox": sandbox, "counters": counters}
+               "arch": arch, "seed": seed, "sandbox": sandbox, "counters": counters,
+               "counters_when_slow": counters_when_slow}
         try:
             w.popen.stdin.write((json.dumps(job) + "\n").encode())
             w.popen.stdin.flush()

@@ -23,11 +23,13 @@ from grader.model import ReportModel
 from grader.text import printable, printable_lines
 from grader.timing import Table, TimedRow
 from grader.verify import Verification
+from grader.worth import Hint
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """2: table rows are grader.timing.TimedRow (values_per_elem and value_bytes instead of floats_per_elem);
-stage is one of grader.errors.Stage."""
+stage is one of grader.errors.Stage. 3: hints are grader.worth.Hint objects (text, kind, and what fixing each is
+estimated to be worth), ranked; a hint read from an older report (a string) becomes a Hint with its text alone."""
 
 
 class CompileSummary(ReportModel):
@@ -73,8 +75,9 @@ class GradeReport(ReportModel):
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
     exercise's chain with the student's kernel in it (grader.chain: the student's part-3 rows beside the page's
-    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds the DRAM and L2 bytes Nsight Compute
-    measured (grade --counters; grader.counters; never part of the verdict). `kernel_output`
+    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds what Nsight Compute
+    measured (grade --counters, or unasked for a slow correct kernel; grader.counters; never part of the verdict).
+    `hints` are ranked by the time each explains, with its estimate (grader.worth). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.sandbox). `program` says what
     was graded of a whole program (grader.program), None for a file that holds the kernel alone. `clocks` holds
@@ -108,7 +111,7 @@ class GradeReport(ReportModel):
     fraction_of_scalar_copy: float | None = None
     borderline: bool = False
     flags: list[Flag] = []
-    hints: list[str] = []
+    hints: list[Hint] = []
     chain: Table | None = None
     chain_note: str = ""
     counters: Counters | None = None
@@ -116,6 +119,12 @@ class GradeReport(ReportModel):
     kernel_output_dropped: int = 0
     sandbox: str = ""
     clocks: Clocks | None = None
+
+    @field_validator("hints", mode="before")
+    @classmethod
+    def _hint_objects(cls, hints):
+        """A hint given as a string (a report of schema 2, or a caller's plain text) is a Hint with that text."""
+        return [{"text": h} if isinstance(h, str) else h for h in hints] if isinstance(hints, list) else hints
 
     @field_validator("file")
     @classmethod
@@ -126,15 +135,26 @@ class GradeReport(ReportModel):
 
 
 def counters_text(c: Counters) -> list[str]:
-    """The counters' lines of the text report: a table of the profiled launches, then the findings."""
+    """The counters' lines of the text report: why they were measured unasked (if they were), a table of the
+    profiled launches (bytes per element, time, sectors per request, warp instructions per element, issue
+    slots busy; "-" where ncu gave nothing), then the findings."""
+    why = f" ({c.why})" if c.why else ""
     if c.unavailable:
-        return [f"Counters: not measured: {c.unavailable}", ""]
-    rows = [[k.label, f"{k.per_elem(k.dram_read):.3f}", f"{k.per_elem(k.dram_write):.3f}",
-             f"{k.dram_per_elem:.3f}", f"{k.per_elem(k.l2_bytes):.3f}" if k.l2_bytes is not None else "-"]
+        return [f"Counters{why}: not measured: {c.unavailable}", ""]
+
+    def cell(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    rows = [[k.label, cell(k.duration_ns and k.duration_ns / 1e6, ".3f"), cell(k.per_elem(k.dram_read), ".3f"),
+             cell(k.per_elem(k.dram_write), ".3f"), cell(k.dram_per_elem, ".3f"), cell(k.per_elem(k.l2_bytes), ".3f"),
+             cell(k.sectors_per_request("ld"), ".1f"), cell(k.sectors_per_request("st"), ".1f"),
+             cell(k.instructions_per_elem, ".2f"), cell(k.issue_pct, ".0f")]
             for k in c.kernels if k.dram_per_elem is not None]
-    out = [f"Counters ({c.tool}, one launch each at the benchmark shape, caches flushed; bytes per element; "
-           f"the model counts {c.model_bytes_per_elem:g}):",
-           tabulate(rows, headers=["launch", "DRAM read", "DRAM written", "DRAM total", "L2"], tablefmt="simple")]
+    out = [f"Counters{why} ({c.tool}, one launch each at the benchmark shape, caches flushed; bytes, sectors and "
+           f"warp instructions per element; the model counts {c.model_bytes_per_elem:g} bytes):",
+           tabulate(rows, headers=["launch", "ms", "DRAM read", "DRAM written", "DRAM total", "L2", "ld sectors/req",
+                                   "st sectors/req", "warp inst/elem", "issue %"], tablefmt="simple",
+                    disable_numparse=True)]
     out += [f"Counters: {f}" for f in c.findings]
     return out + [""]
 

@@ -13,8 +13,9 @@ Messages go to the parent as JSON lines on file descriptor N (never stdout: a ke
 stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
   {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.errors.PROGRESS)
-  {"event": "graded", "report": {...}}          with --counters: the GradeReport before its counters
-  {"event": "child", "pgid": G}                  with --counters: the process group of ncu and its child
+  {"event": "graded", "report": {...}}          with counters (--counters, or --counters-when-slow for a
+                                                 slow correct kernel): the GradeReport before its counters
+  {"event": "child", "pgid": G}                  with counters: the process group of ncu and its child
   {"event": "result", "report": {...}, "phases": {...}}  the GradeReport and seconds per phase
 The parent applies the compile time limit from `compile`, the run time limit from `verify` and the counters'
 limit (grader.counters.LIMIT_S) from `counters`; the stages come from grade_file's on_stage callback
@@ -141,16 +142,12 @@ def grade_job(job: dict, channel: Channel) -> None:
             sandbox.require()
         (work / name).write_bytes(_read_job_file(job))
         report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
-        if job.get("counters"):
-            from grader.counters import Counters, submission_counters, verdict_allows
-
-            why_not = verdict_allows(report)
-            # the verdict first: if the counters' stage is stopped, the parent keeps it (grader.pool)
+        def verdict_first() -> None:  # if the counters' stage is stopped, the parent keeps it (grader.pool)
             channel.send_raw('{"event": "graded", "report": %s}' % report.model_dump_json())
             clock(Stage.COUNTERS)
-            report.counters = Counters(unavailable=why_not) if why_not else submission_counters(
-                name, report.bench_rows, report.bench_cols, on_start=lambda pgid: channel.send(event="child",
-                                                                                               pgid=pgid))
+
+        g.add_counters(report, name, asked=bool(job.get("counters")), when_slow=bool(job.get("counters_when_slow")),
+                       on_start=lambda pgid: channel.send(event="child", pgid=pgid), before=verdict_first)
     except SandboxError as err:
         report = error(Stage.GRADER, f"{err}; the submission was not compiled")
     except InputError as err:

@@ -23,6 +23,7 @@ from grader.gradescope_export import Submitter
 from grader.report import CompileSummary, GradeReport
 from grader.timing import TimedRow
 from grader.verify import Verification
+from grader.worth import Hint
 
 H200 = GpuInfo(name="NVIDIA H200", compute_capability="9.0", arch="sm_90", multiprocessors=132,
                threads_per_multiprocessor=2048, l2_bytes=60 * 2**20, total_bytes=150 * 10**9, free_bytes=149 * 10**9,
@@ -82,7 +83,8 @@ def graded(file: str, fraction: float, rng: random.Random, *, claim: float | Non
                          fraction_of_scalar_copy=fraction / 0.638, borderline=borderline, flags=flags or [],
                          clocks=clocks())
     if verdict == "fail":
-        report.hints = ["correct but slow: look at your bias index first, then at the width of your loads and stores"]
+        report.hints = [Hint(text="correct but slow: look at your bias index first, then at the width of your loads "
+                                  "and stores", kind="slow")]
     if counters:
         extra = 0.0 if fraction > 0.8 else rng.uniform(0.5, 4.0)
         report.counters = Counters(tool="ncu 2025.3.1", kernels=[

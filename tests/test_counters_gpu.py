@@ -1,10 +1,13 @@
-"""Counters and the exercise's chain on a GPU: Nsight Compute's DRAM bytes for the 16-byte examples sit within
-2% of the byte model (8 per element), and a graded report carries the student's part-3 chain rows."""
+"""Counters and the exercise's chain on a GPU: Nsight Compute's DRAM bytes for the examples and the launches
+profiled beside them (the model answer, the page's answer, both copies) sit within 2% of the byte model (8 per
+element), each coalesced (a warp's store touches as many sectors as its threads store 4-byte words), and a
+graded report carries the student's part-3 chain rows."""
 
 import pytest
 
-from grader.counters import find_ncu, submission_counters
-from grader.grade import grade_file
+from grader.counters import (COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu,
+                             submission_counters)
+from grader.grade import add_counters, grade_file
 
 from conftest import SUBMISSIONS
 
@@ -19,9 +22,11 @@ def test_dram_bytes_per_element_match_the_model(gpu, name):
     if "ERR_NVGPUCTRPERM" in c.unavailable:
         pytest.skip(c.unavailable)
     assert not c.unavailable, c.unavailable
-    yours, copy = c.kernels
-    assert yours.dram_per_elem == pytest.approx(8.0, rel=0.02), c.findings
-    assert copy.dram_per_elem == pytest.approx(8.0, rel=0.02), c.findings
+    assert [k.label for k in c.kernels] == [YOURS, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR]
+    for k in c.kernels:  # every launch moves the model's bytes, coalesced
+        assert k.dram_per_elem == pytest.approx(8.0, rel=0.02), c.findings
+        assert k.sectors_per_request("st") == pytest.approx(k.bytes_per_thread_access, rel=0.01), k
+    assert c.get(MODEL).bytes_per_thread_access == 16 and c.get(PAGE_ANSWER).bytes_per_thread_access == 4
     assert not any("exceed" in f or "fewer bytes" in f for f in c.findings), c.findings
 
 
@@ -33,3 +38,14 @@ def test_a_graded_report_has_the_students_chain_rows(gpu):
     assert rows["staged chain<4>"].floats_per_elem == 7 and rows["fused chain<4>"].floats_per_elem == 3
     # deleting a store and a load: the student's chain beats the staged one
     assert rows["biasGeluFused + addResidual"].ms < rows["staged chain<4>"].ms
+
+
+def test_a_column_major_kernel_gets_its_counters_unasked_and_its_scattered_accesses_first(gpu):
+    path = str(SUBMISSIONS.parent / "tests" / "data" / "hints" / "col_major.cu")
+    report = grade_file(path)
+    assert report.verdict == "fail" and report.fraction_of_scalar_copy < 0.5, report.reason
+    add_counters(report, path, asked=False)
+    if find_ncu() is None or "ERR_NVGPUCTRPERM" in report.counters.unavailable:
+        assert report.counters.unavailable and report.hints[0].kind == "unexplained"
+        pytest.skip(report.counters.unavailable)
+    assert report.counters.why.startswith("wanted because") and report.hints[0].kind == "scattered", report.hints

@@ -21,7 +21,7 @@ LAYERS = [
     ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks",
      "grader.gradescope_export"],
     # reading a submission
-    ["grader.contract", "grader.sandbox", "grader.toolkit"],
+    ["grader.contract", "grader.sandbox", "grader.toolkit", "grader.worth"],
     ["grader.predefined"],
     ["grader.program"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],

@@ -206,13 +206,14 @@ def load_benchmark(name: str):
     return module
 
 
-@pytest.mark.parametrize("name", ["batch_throughput", "stability", "reference_perf", "rope_perf", "grade_speed"])
+@pytest.mark.parametrize("name", ["batch_throughput", "stability", "reference_perf", "rope_perf", "grade_speed",
+                                  "hint_check", "ncu_record"])
 def test_benchmarks_exit_3_without_a_gpu_and_print_no_figure(name, tmp_path, monkeypatch, capsys):
     module = load_benchmark(name)
     if name == "batch_throughput":
         monkeypatch.setattr(module, "probe_gpus", lambda: (0, [], "test: no NVIDIA driver"))
         args = ["--copies", "1", "--json", str(tmp_path / "t.json")]
-    elif name == "grade_speed":
+    elif name in ("grade_speed", "hint_check", "ncu_record"):
         monkeypatch.setattr(module, "visible_gpus", no_gpu)
         args = ["--out", str(tmp_path / "t.json")]
     else:
