@@ -1,6 +1,6 @@
 // Hint test, expected first hint: "extra work per element" naming the FP64 pipe (the kernel computes in double).
-// The page's row grid with one float per thread, the GELU in double precision (erf(double)): on the H200 0.354
-// of the copy floor, 0.556 of the one-float copy (issue 23), so its 4-byte loads are not what holds it back
+// The page's row grid with one float per thread, the GELU in double precision (erf(double)): on the H200 35.4%
+// of the fastest copy's bandwidth, 55.6% of the one-float copy's (issue 23), so its 4-byte loads are not what holds it back
 // first: 5.03 warp instructions per element against the page's 1.94, issue slots 92% busy.
 // tests/data/ncu/h200_double.csv: its counters.
 

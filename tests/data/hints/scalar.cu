@@ -1,6 +1,6 @@
 // Hint test: the page's own answer, a row grid with one float per thread (ld.global.nc.f32 only).
 // Expected hint: 4-byte loads only, when the one-float copy is far below the floor; no division, no tanh.
-// On the H200 (issue 23): 0.564 of the copy floor, 0.888 of the one-float copy; the counters show nothing
+// On the H200 (issue 23): 56.4% of the fastest copy's bandwidth, 88.8% of the one-float copy's; the counters show nothing
 // else (tests/data/ncu/h200_scalar.csv), and it stands for the page's answer in the other recorded files.
 
 __global__ void biasGeluFused(const float* __restrict__ x, const float* __restrict__ bias,
