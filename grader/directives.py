@@ -28,7 +28,10 @@ comments that close on the line; its text is blanked from the `#` to the line's 
 before it on that line stays closed: nothing is read); everything else (include, include_next,
 import, embed, line, a line marker `# 1 "file"`, unknown names) is refused. Anywhere in code,
 `__has_include`, `__has_include_next` and `__has_embed` are refused, and so is token pasting (`##`,
-`%:%:`, and `#%:`, `%:#`, looked for at every character of punctuation), which can build them.
+`%:%:`, and `#%:`, `%:#`, looked for at every character of punctuation), which can build them. The
+directives nvcc's preprocessor honours and NVRTC ignores (`#pragma push_macro`, a `_Pragma` not written out, a
+`#` in an `#if`, ...) are refused by grader.pragmas' rules, which this lexer calls where it reads a `#pragma`,
+a `_Pragma` or a `#` inside a directive.
 
 Refused too, because NVRTC reads them in ways a lexer cannot follow exactly, and no working submission needs
 them: a backslash outside a literal or comment (a stray one, one followed by blanks at a line's end, or a
@@ -56,6 +59,7 @@ from dataclasses import dataclass, field
 
 from grader.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, LITERALS, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW,
                           OTHER, PUNCT, RAW, STRING, Spliced, Token, literal_quote, normalize, token_at)
+from grader.pragmas import ASSERTION_REFUSAL, pragma_operator_refusal, pragma_refusal
 
 ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h",
                               "cfloat", "limits.h", "climits"})
@@ -198,6 +202,9 @@ class _Lexer:
                         return i, refusal
                     line_start, in_directive = False, True
                     continue
+                if in_directive and not probe and kind == PUNCT and tok.text(s) in _HASHES \
+                        and self.directives[-1].name in ("if", "elif"):
+                    return i, (self.line(i), tok.text(s), ASSERTION_REFUSAL)  # grader.pragmas
                 if kind == NUMBER and "'" in tok.text(s) and not probe and i >= checked_to:
                     checked_to, refusal = self.separator_readings(i, in_directive)
                     if refusal:
@@ -219,6 +226,8 @@ class _Lexer:
             word = text.split("\\", 1)[0]
             if word in FORBIDDEN_IDENTIFIERS:
                 return at, (self.line(at), word, "`__has_include` and its kind probe files on the grading machine")
+            if word == "_Pragma" and (why := pragma_operator_refusal(s, tok.end)):
+                return at, (self.line(at), word, why)  # grader.pragmas
             return (at + len(word), self.backslash(at + len(word))) if len(word) < len(text) else None
         if kind == CHAR and tok.suffix not in (-1, tok.end):
             # NVRTC takes a suffix after some character literals and not after others ('' or too long), so
@@ -296,6 +305,8 @@ class _Lexer:
             if s[j].isdigit():
                 return at, (self.line(at), s[at : j + 1].strip(), "line markers are not allowed in a submission")
             return at, (self.line(at), s[at : j + 1], "not a directive a submission may use")
+        if name == "pragma" and (found := pragma_refusal(s, after)):
+            return at, (self.line(at), f"{s[at:at + width]}pragma {found[0]}", found[1])  # grader.pragmas
         if name in ALLOWED_DIRECTIVES:
             return after, None
         if header:

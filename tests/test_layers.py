@@ -14,6 +14,8 @@ LAYERS = [
     # the bottom of stage 1: the tokenizer of C source
     ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.lexer", "grader.procs",
      "grader.prelude", "grader.svgplot", "grader.cubin"],
+    # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
+    ["grader.pragmas"],
     # readers of its tokens: the include policy, the whole-program tokens
     ["grader.directives", "grader.program_tokens"],
     ["grader.model"],
