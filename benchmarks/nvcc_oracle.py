@@ -197,7 +197,7 @@ def nvcc_cubin(tool: Toolchain, text: str, name: str) -> bytes:
     name the grader gives NVRTC). Raises BuildFailed with nvcc's log."""
     with tempfile.TemporaryDirectory(prefix="oracle-") as tmp:
         src = Path(tmp, name)
-        src.write_text(text)
+        src.write_bytes(text.encode("utf-8"))
         cmd = [tool.nvcc, "-cubin", f"-arch={ARCH}", f"-std={STD}", "-o", "out.cubin", name]
         got = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S)
         if got.returncode != 0:
@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     bad = 0
     for path in args.files:
-        outcome = judge(tool, path.read_text(), path.name)
+        outcome = judge(tool, path.read_bytes().decode("utf-8", "replace"), path.name)
         bad += outcome.disagrees
         print(f"{path}: {outcome.verdict}")
         if outcome.detail and outcome.verdict != "same":

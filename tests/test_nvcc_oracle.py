@@ -1,0 +1,185 @@
+"""nvcc as the oracle of extraction (benchmarks/nvcc_oracle.py): for every whole program of the corpus
+(tests/data and submissions/), the kernel the grader extracts and hands NVRTC builds to the same machine code
+as `biasGeluFused` in nvcc's build of the whole file, or the grader refuses the file.
+
+Which NVRTC: the one whose version is nvcc's (CUDA 13.0 here and in CI), not the package index's 13.5 that
+the grader runs on (13.5 schedules the same kernel differently from nvcc 13.0, so that comparison would say
+nothing about extraction). nvcc_oracle.find_toolchain looks for it in nvcc's toolkit, then in
+.oracle-nvrtc/VERSION/, where `python benchmarks/nvcc_oracle.py --install-nvrtc` pip-installs the
+nvidia-cuda-nvrtc wheel of nvcc's exact version (CI's .ci/run does so), and loads it by path in a process of
+its own (benchmarks/nvrtc_pinned.py, through ctypes), so the grader's NVRTC in this process is never the
+one used. What the comparison normalizes, and why, is in nvcc_oracle's docstring. These tests skip, saying
+so, where nvcc or that NVRTC is missing (they fail instead under GRADER_REQUIRE_ORACLE=1, as .ci/run sets where nvcc
+is on PATH); the options check needs neither.
+
+The directives of grader.pragmas are checked here too: each refused one makes nvcc and NVRTC build another
+kernel from the same text (or nvcc refuses it where NVRTC does not), and the ones allowed build the same.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_pragmas import ALLOWED, file_with
+
+from grader.prelude import prelude
+
+CORPUS = sorted((ROOT / "tests" / "data").rglob("*.cu")) + sorted((ROOT / "submissions").glob("*.cu"))
+NVCC_REJECTS = {
+    # CRLF with a lone CR between `#` and `include` inside main: nvcc reads `include "/etc/passwd"` as code in
+    # main and fails; the grader leaves main out and grades the kernel.
+    "tests/data/leaks/program_hash_cr_include.cu",
+}
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    spec = importlib.util.spec_from_file_location("nvcc_oracle", ROOT / "benchmarks" / "nvcc_oracle.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nvcc_oracle"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["nvcc_oracle"]
+
+
+@pytest.fixture(scope="module")
+def tool(oracle):
+    try:
+        return oracle.find_toolchain()
+    except oracle.Unavailable as err:
+        if os.environ.get("GRADER_REQUIRE_ORACLE") == "1":  # CI with nvcc on PATH: .ci/run installed the NVRTC
+            pytest.fail(f"nvcc oracle unavailable: {err}")
+        pytest.skip(f"nvcc oracle unavailable: {err}")
+
+
+def source(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+@pytest.fixture(scope="module")
+def outcomes(oracle, tool):
+    """Every corpus file's verdict, two at a time (nvcc and NVRTC run as child processes)."""
+    texts = {p: source(p) for p in CORPUS}
+
+    def one(path: Path):
+        text = texts[path]
+        return oracle.Outcome("not-a-program") if text is None else oracle.judge(tool, text, path.name)
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(CORPUS, pool.map(one, CORPUS)))
+
+
+def test_the_oracle_compiles_with_the_graders_options(oracle, monkeypatch):
+    import cuda.core
+
+    from grader.compile import _compile
+
+    seen = []
+
+    class Recorder:
+        def __init__(self, text, language, options):
+            seen.append(tuple(o.decode() for o in options.as_bytes("nvrtc")))
+            raise RuntimeError("recorded")
+
+    monkeypatch.setattr(cuda.core, "Program", Recorder)
+    with pytest.raises(RuntimeError, match="recorded"):
+        _compile("", "k.cu", ("biasGeluFused",), oracle.ARCH)
+    assert seen == [oracle.NVRTC_OPTIONS]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_corpus_program_builds_as_nvcc_builds_it(outcomes, path):
+    got = outcomes[path]
+    name = str(path.relative_to(ROOT))
+    if name in NVCC_REJECTS:
+        assert got.verdict == "nvcc-rejects", got.detail
+    else:
+        assert got.verdict in ("same", "refused", "not-a-program"), f"{got.verdict}\n{got.detail}"
+
+
+def test_the_corpus_programs_were_compared(outcomes):
+    same = {str(p.relative_to(ROOT)) for p, o in outcomes.items() if o.verdict == "same"}
+    programs = {f"tests/data/programs/{p.name}" for p in (ROOT / "tests" / "data" / "programs").glob("*.cu")
+                if not p.name.startswith("refuse_") and "kernel_only" not in p.name}
+    assert programs <= same and len(programs) >= 9
+
+
+def kernels_agree(oracle, tool, nvcc_text: str, nvrtc_text: str, name: str = "k.cu") -> bool:
+    """Whether nvcc's build of `nvcc_text` and the pinned NVRTC's of `nvrtc_text` hold the same kernel."""
+    theirs = oracle.kernel_code(tool, oracle.nvcc_cubin(tool, nvcc_text, name))
+    return theirs == oracle.kernel_code(tool, oracle.nvrtc_cubin(tool, nvrtc_text, name))
+
+
+def as_nvrtc_reads(text: str) -> str:
+    """A device-only file as the grader compiles it, before any refusal (prelude, `#line 1`, the text)."""
+    return prelude(()) + '#line 1 "k.cu"\n' + text
+
+
+MODULE_DATA = """#include <cstdio>
+__constant__ float unusedTable[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+__constant__ float kScale[2] = {0.5f, 0.25f};
+__device__ float gAcc[4];
+__device__ __noinline__ float helper(float x) { return x * kScale[1] + gAcc[2]; }
+__global__ void other(float* o) { o[0] = unusedTable[3]; printf("other\\n"); }
+__global__ void __launch_bounds__(256) biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {
+  size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < cols) { out[i] = helper(x[i] + bias[i]) * kScale[0]; if (i == 0) printf("first %f\\n", out[i]); }
+}
+int main() { printf("host\\n"); return 0; }
+"""
+
+
+def test_module_layout_is_normalized_and_data_still_counts(oracle, tool):
+    # The whole program lays out unusedTable before kScale, and other's string before the kernel's: the
+    # kernel reads c[0x3][0x20] in nvcc's build and c[0x3][0x0] in the grader's, and both are kScale+0.
+    assert oracle.judge(tool, MODULE_DATA, "k.cu").verdict == "same"
+    from grader.source import prepare
+
+    graded = prepare(MODULE_DATA, "k.cu")[0]
+    assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace("0.25f}", "0.75f}"))  # a value
+    assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace('"first', '"First'))  # a string
+    assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace("(256)", "(128)"))  # launch bounds
+    assert kernels_agree(oracle, tool, MODULE_DATA, graded)
+
+
+REFUSED_PROOFS = [  # lines that g++ and NVRTC read otherwise: another kernel from the same text
+    '#pragma push_macro("SCALE")\n#undef SCALE\n#define SCALE 2.0f\n#pragma pop_macro("SCALE")\n',
+    '_Pragma("push_macro(\\"SCALE\\")")\n#undef SCALE\n#define SCALE 2.0f\n_Pragma("pop_macro(\\"SCALE\\")")\n',
+    '#define P(x) _Pragma(#x)\nP(push_macro("SCALE"))\n#undef SCALE\n#define SCALE 2.0f\nP(pop_macro("SCALE"))\n',
+    "#if #machine(x86_64)\n#undef SCALE\n#define SCALE 2.0f\n#endif\n",
+]
+NVCC_STOPS = ["#pragma GCC poison cols\n", '#pragma GCC error "stop"\n', '#pragma GCC dependency "absent.h"\n']
+
+
+@pytest.mark.parametrize("lines", REFUSED_PROOFS)
+def test_the_refused_directives_change_the_kernel(oracle, tool, lines):
+    text = file_with(lines, program=False)
+    assert not kernels_agree(oracle, tool, text, as_nvrtc_reads(text))
+    assert oracle.judge(tool, file_with(lines, program=True), "k.cu").verdict == "refused"
+
+
+@pytest.mark.parametrize("lines", NVCC_STOPS)
+def test_the_refused_directives_stop_nvcc_not_nvrtc(oracle, tool, lines):
+    text = file_with(lines, program=False)
+    with pytest.raises(oracle.BuildFailed):
+        oracle.nvcc_cubin(tool, text, "k.cu")
+    assert oracle.nvrtc_cubin(tool, as_nvrtc_reads(text), "k.cu")
+    assert oracle.judge(tool, file_with(lines, program=True), "k.cu").verdict == "refused"
+
+
+def test_the_allowed_directives_build_the_same_kernel(oracle, tool):
+    lines = "".join(a for a in ALLOWED if "push_macro" not in a) + '#pragma GCC push_macro("SCALE")\n'
+    lines += '#define PM push_macro\n#pragma PM("SCALE")\n#undef SCALE\n#define SCALE 2.0f\n'
+    text = file_with(lines, program=False)
+    assert kernels_agree(oracle, tool, text, as_nvrtc_reads(text))
+    assert oracle.judge(tool, file_with(lines, program=True), "k.cu").verdict == "same"
