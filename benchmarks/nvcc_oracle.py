@@ -24,7 +24,8 @@ they hold, never in this kernel's code):
 - an operand `c[0xB][0xOFF]` of a module-wide constant bank (B other than 0, the kernel's parameters):
   the whole program lays out `__constant__` variables (bank 3) and the address table of globals and of
   `vprintf` (bank 4) with its other kernels' data too, so the offset is replaced by what it addresses: the
-  symbol and the offset in it, from the cubin's symbol table, or through the bank's relocation to the
+  symbol and the offset in it (`[RZ]`, cuobjdump's spelling of offset 0, too), from the cubin's symbol table,
+  or through the bank's relocation to the
   symbol whose address is stored there (`c[0x4][@gAcc+0]`); the symbol's size and initial bytes are part
   of the name, so a constant with another value differs. A string's symbol (`$str`, `$str$3`: numbered in
   module order) is named `$str`; its bytes still count. Offsets that no symbol covers keep the bytes there;
@@ -315,7 +316,7 @@ def kernel_symbol(cubin: Cubin, kernel: str) -> str | None:
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
 _SECOND = re.compile(r"^\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
-_BANK = re.compile(r"c\[0x([0-9a-f]+)\]\[0x([0-9a-f]+)\]")
+_BANK = re.compile(r"c\[0x([0-9a-f]+)\]\[(0x[0-9a-f]+|RZ)\]")
 _SYMBOL_INDEX = re.compile(r"\(0x[0-9a-f]+\)")
 _ENTRY_MARK = re.compile(r"^\s*<0x[0-9a-f]+>\s*$")
 
@@ -351,7 +352,7 @@ def _instructions(cubin: Cubin, kernel: str, block: list[str]) -> list[str]:
     own = {s.name.rsplit(".", 1)[0]: s for s in cubin.sections if s.name.endswith("." + kernel)}
 
     def bank(m: re.Match, width: int) -> str:
-        number, offset = int(m.group(1), 16), int(m.group(2), 16)
+        number, offset = int(m.group(1), 16), 0 if m.group(2) == "RZ" else int(m.group(2), 16)
         if number == 0:
             return m.group(0)
         section = own.get(f".nv.constant{number}") or cubin.by_name.get(f".nv.constant{number}")
