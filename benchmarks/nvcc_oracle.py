@@ -26,7 +26,9 @@ they hold, never in this kernel's code):
   `vprintf` (bank 4) with its other kernels' data too, so the offset is replaced by what it addresses: the
   symbol and the offset in it (`[RZ]`, cuobjdump's spelling of offset 0, too), from the cubin's symbol table,
   or through the bank's relocation to the
-  symbol whose address is stored there (`c[0x4][@gAcc+0]`); the symbol's size and initial bytes are part
+  symbol whose address is stored there (`c[0x4][@gAcc+0]`); an offset loaded into a register first
+  (`MOV R0, 0x18` before `LDC.64 R2, c[0x4][R0]`, as a printf call loads vprintf's address) is replaced in
+  that MOV the same way; the symbol's size and initial bytes are part
   of the name, so a constant with another value differs. A string's symbol (`$str`, `$str$3`: numbered in
   module order) is named `$str`; its bytes still count. Offsets that no symbol covers keep the bytes there;
 - an instruction's 128-bit encoding is kept whole when its text needed no such replacement, else only its
@@ -317,6 +319,8 @@ def kernel_symbol(cubin: Cubin, kernel: str) -> str | None:
 _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
 _SECOND = re.compile(r"^\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
 _BANK = re.compile(r"c\[0x([0-9a-f]+)\]\[(0x[0-9a-f]+|RZ)\]")
+_BANK_REGISTER = re.compile(r"c\[0x([0-9a-f]+)\]\[(R\d+)\]")
+_MOV_IMMEDIATE = re.compile(r"^(?:@!?P\w+\s+)?(?:MOV|IMAD\.MOV\.U32) (R\d+), (?:RZ, RZ, )?(0x[0-9a-f]+)\b")
 _SYMBOL_INDEX = re.compile(r"\(0x[0-9a-f]+\)")
 _ENTRY_MARK = re.compile(r"^\s*<0x[0-9a-f]+>\s*$")
 
@@ -347,40 +351,71 @@ def _width(text: str) -> int:
     return 16 if ".128" in op else 8 if ".64" in op else 4
 
 
-def _instructions(cubin: Cubin, kernel: str, block: list[str]) -> list[str]:
-    """Each instruction of the kernel as 'ADDR TEXT | ENCODING' with module-wide bank offsets replaced."""
-    own = {s.name.rsplit(".", 1)[0]: s for s in cubin.sections if s.name.endswith("." + kernel)}
+def _bank_name(cubin: Cubin, kernel: str, number: int, offset: int, width: int) -> str | None:
+    """What offset `offset` of constant bank `number` holds, as both modules name it (see the module's
+    docstring); None for bank 0 (the kernel's parameters) or a bank the cubin has no section for."""
+    if number == 0:
+        return None
+    section = cubin.by_name.get(f".nv.constant{number}.{kernel}") or cubin.by_name.get(f".nv.constant{number}")
+    if section is None:
+        return None
+    rel = cubin.relocation(section, offset)
+    if rel is not None:
+        return "@" + cubin.describe(*rel)
+    sym = cubin.covering(section.index, offset)
+    if sym is not None:
+        return cubin.describe(sym, offset - sym.value)
+    return "=" + section.data[offset:offset + width].hex()
 
-    def bank(m: re.Match, width: int) -> str:
-        number, offset = int(m.group(1), 16), 0 if m.group(2) == "RZ" else int(m.group(2), 16)
-        if number == 0:
-            return m.group(0)
-        section = own.get(f".nv.constant{number}") or cubin.by_name.get(f".nv.constant{number}")
-        if section is None:
-            return m.group(0)
-        rel = cubin.relocation(section, offset)
-        if rel is not None:
-            return f"c[{number:#x}][@{cubin.describe(*rel)}]"
-        sym = cubin.covering(section.index, offset)
-        if sym is not None:
-            return f"c[{number:#x}][{cubin.describe(sym, offset - sym.value)}]"
-        return f"c[{number:#x}][={section.data[offset:offset + width].hex()}]"
 
+def _parse(block: list[str]) -> list[list[str]]:
+    """[address, text, encoding's low word, high word] of each instruction of a cuobjdump -sass listing."""
     out, pending = [], None
     for line in block:
         m = _INSTR.match(line)
+        second = None if m else _SECOND.match(line)
         if m:
             pending = m
-            continue
-        second = _SECOND.match(line)
-        if second and pending is not None:
-            address, text, low = pending.groups()
-            new = _BANK.sub(lambda b: bank(b, _width(text)), text)
-            high = second.group(1)
-            encoding = f"{low}{high}" if new == text else f"sched:{int(high, 16) >> 41:06x}"
-            out.append(f"{address} {new} | {encoding}")
+        elif second and pending is not None:
+            out.append([*pending.groups(), second.group(1)])
             pending = None
     return out
+
+
+def _instructions(cubin: Cubin, kernel: str, block: list[str]) -> list[str]:
+    """Each instruction of the kernel as 'ADDR TEXT | ENCODING' with module-wide bank offsets replaced: in an
+    operand `c[B][0xOFF]`, and in the `MOV Rn, 0xOFF` that sets the register of a later `c[B][Rn]` (how a
+    printf call loads vprintf's address), the offset becomes what it addresses."""
+    rows = _parse(block)
+    changed = [False] * len(rows)
+    for k, row in enumerate(rows):
+        width = _width(row[1])
+
+        def direct(m: re.Match) -> str:
+            offset = 0 if m.group(2) == "RZ" else int(m.group(2), 16)
+            name = _bank_name(cubin, kernel, int(m.group(1), 16), offset, width)
+            return m.group(0) if name is None else f"c[{m.group(1)}][{name}]"
+
+        new = _BANK.sub(direct, row[1])
+        changed[k], row[1] = new != row[1], new
+        for m in _BANK_REGISTER.finditer(row[1]):
+            setter = next((j for j in range(k - 1, -1, -1) if _writes(rows[j][1], m.group(2))), None)
+            mov = _MOV_IMMEDIATE.match(rows[setter][1]) if setter is not None else None
+            name = mov and _bank_name(cubin, kernel, int(m.group(1), 16), int(mov.group(2), 16), width)
+            if name:
+                rows[setter][1] = f"{rows[setter][1][:mov.start(2)]}[{name}]{rows[setter][1][mov.end(2):]}"
+                changed[setter] = True
+    return [f"{a} {text} | " + (f"sched:{int(high, 16) >> 41:06x}" if changed[k] else f"{low}{high}")
+            for k, (a, text, low, high) in enumerate(rows)]
+
+
+def _writes(text: str, register: str) -> bool:
+    """Whether the instruction `text` writes `register` (its first operand, for the instructions that have a
+    destination; a guess that errs towards yes, so a lookback stops early rather than late)."""
+    words = text.replace(",", " ").split()
+    while words and words[0].startswith("@"):
+        words = words[1:]
+    return len(words) > 1 and not words[0].startswith(("ST", "BRA", "EXIT", "RET", "CALL")) and words[1] == register
 
 
 def _blocks(elf_text: str) -> dict[str, list[str]]:
