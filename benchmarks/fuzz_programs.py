@@ -33,6 +33,7 @@ import json
 import random
 import re
 import sys
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -105,7 +106,8 @@ def helper_feature(rng: random.Random, k: int, after_main: bool) -> Feature:
     body = f"(float a) {{ return a * {f(rng)} + {f(rng)}; }}\n"
     kind = rng.randrange(6)
     if kind == 0:
-        return Feature([f"namespace ns{k} {{\n{quals} float h{body}}}  // namespace ns{k}\n"], f"    v = ns{k}::h(v);\n")
+        return Feature([f"namespace ns{k} {{\n{quals} float h{body}}}  // namespace ns{k}\n"],
+                       f"    v = ns{k}::h(v);\n")
     if kind == 1:
         return Feature([f"namespace outer{k}::inner {{\n__device__ float h{body}}}\n"],
                        f"    v = outer{k}::inner::h(v);\n")
@@ -131,7 +133,8 @@ def type_feature(rng: random.Random, k: int, after_main: bool) -> Feature:
                         f"{{ return a * s; }}\n}};\n"], f"    v = Q{k}{{{f(rng)}}}(v);\n")
     if kind == 2:
         return Feature([f"struct V{k} {{ float a; }};\n__device__ V{k} operator+(V{k} p, V{k} q) "
-                        f"{{ return V{k}{{p.a + q.a}}; }}\n"], f"    {{ V{k} s = V{k}{{v}} + V{k}{{{f(rng)}}}; v = s.a; }}\n")
+                        f"{{ return V{k}{{p.a + q.a}}; }}\n"],
+                       f"    {{ V{k} s = V{k}{{v}} + V{k}{{{f(rng)}}}; v = s.a; }}\n")
     if kind == 3:
         alias = rng.choice([f"typedef float real{k};\n", f"using real{k} = float;\n"])
         return Feature([alias], f"    {{ real{k} t = v; v = t * {f(rng)}; }}\n")
@@ -165,14 +168,14 @@ def macro_chain_feature(rng: random.Random, k: int, after_main: bool) -> Feature
     use = f"    v = v * {name} - 0.2f;\n"
     kind = rng.randrange(6)
     if kind == 0:  # a macro the kernel's macro names, among host code
-        return Feature([f"#define BASE{k} {f(rng)}\nstatic float hostBase{k} = BASE{k};\n#define {name} (BASE{k} * 0.5f)\n"],
-                       use)
+        return Feature([f"#define BASE{k} {f(rng)}\nstatic float hostBase{k} = BASE{k};\n"
+                        f"#define {name} (BASE{k} * 0.5f)\n"], use)
     if kind == 1:  # defined, used by the host, undefined and defined again before the kernel
         return Feature([f"#define {name} {f(rng)}\nstatic float hostFirst{k}() {{ return {name}; }}\n#undef {name}\n"
                         f"#define {name} {f(rng)}\n"], use)
     if kind == 2:  # defined inside a host function before the kernel
-        return Feature([f"static void setup{k}() {{\n#define {name} {f(rng)}\n    printf(\"%f\\n\", (double){name});\n}}\n"],
-                       use)
+        return Feature([f"static void setup{k}() {{\n#define {name} {f(rng)}\n"
+                        f"    printf(\"%f\\n\", (double){name});\n}}\n"], use)
     if kind == 3 and after_main:  # defined, undefined and defined again in main's body
         return Feature([], use, in_main=f"#define {name} {f(rng)}\n    printf(\"%f\\n\", (double){name});\n"
                                         f"#undef {name}\n#define {name} {f(rng)}\n")
@@ -209,7 +212,8 @@ def misc_feature(rng: random.Random, k: int, after_main: bool) -> Feature:
                         f"    __device__ static float apply(float a) {{ return a * {f(rng)}; }}\n}};\n"],
                        f"    v = Tr{k}<float>::apply(v);\n")
     if kind == 2:
-        return Feature([], f"    if (i == {rng.randint(0, 3)}) printf(\"line %d of %s: %f\\n\", __LINE__, __FILE__, v);\n")
+        return Feature([], f"    if (i == {rng.randint(0, 3)}) "
+                           "printf(\"line %d of %s: %f\\n\", __LINE__, __FILE__, v);\n")
     if kind == 3:
         return Feature([], "    assert(v == v);\n", headers=("cassert",))
     return Feature([f"#define TID{k} threadIdx.x\n"], f"    v += (float)(TID{k} & 1u);\n")
@@ -231,7 +235,8 @@ def noise(rng: random.Random, k: int) -> tuple[str, tuple[str, ...]]:
         (f"__global__ void copy{k}(const float* in, float* o, size_t n) {{\n    size_t i = blockIdx.x * "
          f"(size_t)blockDim.x + threadIdx.x;\n    if (i < n) o[i] = in[i] * {f(rng)};\n}}\n", ()),
         (f"__device__ float unused{k}(float a) {{ return a * {f(rng)}; }}\n#define UNUSED{k}(a) ((a) + {k})\n", ()),
-        ("#define CUDA_CHECK(call) \\\n    do { \\\n        cudaError_t e_ = (call); \\\n        if (e_ != cudaSuccess) "
+        ("#define CUDA_CHECK(call) \\\n    do { \\\n        cudaError_t e_ = (call); \\\n"
+         "        if (e_ != cudaSuccess) "
          "{ \\\n            fprintf(stderr, \"%s\\n\", cudaGetErrorString(e_)); \\\n            exit(1); \\\n"
          f"        }} \\\n    }} while (0)\nstatic void sync{k}() {{ CUDA_CHECK(cudaDeviceSynchronize()); }}\n"
          "#undef CUDA_CHECK\n", ("cstdio", "cstdlib")),
@@ -239,7 +244,8 @@ def noise(rng: random.Random, k: int) -> tuple[str, tuple[str, ...]]:
         ("// __global__ void biasGeluFused(float* p) { p[0] = 0; }\n/* #define SC1 99.0f\n__device__ float h1(float a)"
          " { return 0; } */\n", ()),
         (f"static const char* kDoc{k} = \"__global__ void biasGeluFused() {{ }} #define SC2 5 /* x */\";\n", ()),
-        (f"static const char* kRaw{k} = R\"doc(\n#define SC3 7.0f\n__global__ void biasGeluFused() {{}}\n)doc\";\n", ()),
+        (f"static const char* kRaw{k} = R\"doc(\n#define SC3 7.0f\n__global__ void biasGeluFused() {{}}\n"
+         ")doc\";\n", ()),
         (f"namespace hostutil{k} {{\ninline int ceilDiv(int a, int b) {{ return (a + b - 1) / b; }}\n}}\n", ()),
         ("using namespace std;\n", ("vector",)),
         (f"typedef struct {{ int a; }} HostPair{k};\nextern \"C\" int hostC{k}(int a) {{ return a + 1; }}\n", ()),
@@ -254,7 +260,8 @@ def noise(rng: random.Random, k: int) -> tuple[str, tuple[str, ...]]:
 
 
 def kernel_text(uses: list[str], extern_c: bool, bounds: str) -> str:
-    head = ('extern "C" ' if extern_c else "") + "__global__ void " + (f"__launch_bounds__({bounds}) " if bounds else "")
+    head = ('extern "C" ' if extern_c else "") + "__global__ void "
+    head += f"__launch_bounds__({bounds}) " if bounds else ""
     return (f"{head}biasGeluFused({SIGNATURE}) {{\n    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n"
             "    if (i >= cols) return;\n    float v = x[i] + bias[i % cols];\n" + "".join(uses)
             + "    out[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f));\n}\n")
@@ -332,22 +339,33 @@ def refusal_kind(message: str) -> str:
     return re.sub(r"\b(?:[A-Za-z]+)\d+\b", "NAME", text)[:140]
 
 
+_LOCK = threading.Lock()
+
+
 def run_one(tool, seed: int, k: int, report: Report, shrink_budget: int) -> None:
+    """Make program `seed`:`k`, judge it and count it in `report` (shrinking a disagreement first)."""
     chunks = make_program(random.Random(f"{seed}:{k}"))
     text = "".join(chunks)
     outcome = nvcc_oracle.judge(tool, text, "fuzz.cu")
+    small = again = None
+    if outcome.disagrees:
+        small = shrink(chunks, _same_kind(tool, outcome.verdict), shrink_budget)
+        again = nvcc_oracle.judge(tool, small, "fuzz.cu")
+    with _LOCK:
+        _count(report, f"{seed}:{k}", text, outcome, small, again)
+
+
+def _count(report: Report, program: str, text: str, outcome, small: str | None, again) -> None:
     report.programs += 1
     report.verdicts[outcome.verdict] += 1
     if outcome.verdict == "refused":
         report.refusals[refusal_kind(outcome.detail)] += 1
     elif outcome.verdict == "nvcc-rejects" and len(report.nvcc_rejects) < 5:
-        report.nvcc_rejects.append({"program": f"{seed}:{k}", "log": outcome.detail[-1500:]})
+        report.nvcc_rejects.append({"program": program, "log": outcome.detail[-1500:]})
     elif outcome.disagrees:
-        small = shrink(chunks, _same_kind(tool, outcome.verdict), shrink_budget)
-        again = nvcc_oracle.judge(tool, small, "fuzz.cu")
-        report.disagreements.append({"program": f"{seed}:{k}", "verdict": outcome.verdict, "detail": outcome.detail,
+        report.disagreements.append({"program": program, "verdict": outcome.verdict, "detail": outcome.detail,
                                      "text": text, "minimized": small, "minimized_detail": again.detail})
-        print(f"program {seed}:{k}: {outcome.verdict}; minimized to {len(small)} characters", file=sys.stderr,
+        print(f"program {program}: {outcome.verdict}; minimized to {len(small)} characters", file=sys.stderr,
               flush=True)
 
 

@@ -140,7 +140,8 @@ def _full_version(library: Path) -> str | None:
 
 def _nvrtc_candidates(root: Path, version: str) -> list[Path]:
     places = [root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib",
-              SIDE_FOLDER / version / "nvidia" / "cu13" / "lib", SIDE_FOLDER / version / "nvidia" / "cuda_nvrtc" / "lib"]
+              SIDE_FOLDER / version / "nvidia" / "cu13" / "lib",
+              SIDE_FOLDER / version / "nvidia" / "cuda_nvrtc" / "lib"]
     found = [p for d in places for p in sorted(d.glob("libnvrtc.so*")) if ".alt." not in p.name
              and "builtins" not in p.name]
     if os.environ.get(ENV_NVRTC):

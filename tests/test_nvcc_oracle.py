@@ -230,3 +230,26 @@ FOUND = [
 def test_disagreements_found_by_the_fuzzer_are_fixed(oracle, tool, text):
     got = oracle.judge(tool, text, "fuzz.cu")
     assert got.verdict in ("same", "refused"), got.detail
+
+
+@pytest.fixture(scope="module")
+def fuzz(oracle):
+    spec = importlib.util.spec_from_file_location("fuzz_programs", ROOT / "benchmarks" / "fuzz_programs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_programs"] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["fuzz_programs"]
+
+
+def test_the_shrinker_keeps_what_the_verdict_needs(fuzz):
+    chunks = ["a\n", "b\nkeep\n", "c\n", "also\n"]
+    assert fuzz.shrink(chunks, lambda text: "keep" in text and "also" in text) == "keep\nalso\n"
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_seeded_fuzzed_programs_build_as_nvcc_builds_them(fuzz, oracle, tool, k):
+    # The long run is `python benchmarks/fuzz_programs.py --minutes N`; three programs of seed 1 here.
+    text = "".join(fuzz.make_program(fuzz.random.Random(f"1:{k}")))
+    got = oracle.judge(tool, text, "fuzz.cu")
+    assert got.verdict in ("same", "refused"), f"{got.verdict}\n{got.detail}\n{text}"

@@ -53,7 +53,8 @@ ALLOWED = [
     '#pragma GCC push_macro("SCALE")\n', '#define PM push_macro\n#pragma PM("SCALE")\n',
     '#pragma message("push_macro")\n', '_Pragma("unroll")\n', '#define UNROLL _Pragma("unroll 4")\n',
     '#define S(x) #x\n', "#if defined(SCALE) && 2 > 1\n#endif\n",
-    "// #pragma push_macro(\"SCALE\")\n", '/* _Pragma(x) */\n', 'constexpr char s[] = "_Pragma(#x) #pragma pop_macro";\n',
+    "// #pragma push_macro(\"SCALE\")\n", '/* _Pragma(x) */\n',
+    'constexpr char s[] = "_Pragma(#x) #pragma pop_macro";\n',
 ]
 
 
