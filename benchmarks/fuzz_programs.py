@@ -16,7 +16,9 @@ them, at random places:
 - code the kernel does not use (NOISE): host functions, templates, structs and variables, other kernels,
   unused device helpers and macros, a CUDA_CHECK macro with line splices, `#if 0` groups holding a wrong
   biasGeluFused, comments and strings (raw strings too) holding code and directives, `using namespace std`,
-  includes in the middle, allowed pragmas.
+  includes in the middle, allowed pragmas;
+- and sometimes: runs of chunks inside an `#if` group nvcc takes, a comment or a line splice in the kernel's
+  head, CR LF line ends throughout.
 
 A program is judged by nvcc_oracle.judge: same, different, nvrtc-rejects (both disagreements), refused (the
 grader refuses with a message: counted by message), nvcc-rejects (the generator made a program nvcc does not
@@ -290,13 +292,39 @@ def make_program(rng: random.Random) -> list[str]:
     for text, _ in noises:
         slot = rng.choice(slots)
         slot.insert(rng.randint(0, len(slot)), text)
+    for slot in slots:
+        group(rng, slot)
     bounds = next((x.bounds for x in features if x.bounds), "256" if bounds else "")
-    kernel = kernel_text([feat.use for feat in features], extern_c, bounds)
+    kernel = disguise(rng, kernel_text([feat.use for feat in features], extern_c, bounds))
     if not after_main:
-        return top + slots[0] + [kernel] + slots[1] + [main_text([])] + slots[2] + slots[3]
-    declaration = ('extern "C" ' if extern_c else "") + f"__global__ void biasGeluFused({SIGNATURE});\n"
-    main = main_text([feat.in_main for feat in features if feat.in_main])
-    return top + [declaration] + slots[0] + [main] + slots[1] + [kernel] + slots[2] + slots[3]
+        chunks = top + slots[0] + [kernel] + slots[1] + [main_text([])] + slots[2] + slots[3]
+    else:
+        declaration = ('extern "C" ' if extern_c else "") + f"__global__ void biasGeluFused({SIGNATURE});\n"
+        main = main_text([feat.in_main for feat in features if feat.in_main])
+        chunks = top + [declaration] + slots[0] + [main] + slots[1] + [kernel] + slots[2] + slots[3]
+    return [c.replace("\n", "\r\n") for c in chunks] if rng.random() < 0.1 else chunks
+
+
+def group(rng: random.Random, slot: list[str]) -> None:
+    """Sometimes put a run of a slot's chunks (host and device code alike) inside an `#if` group that nvcc
+    takes (`#if 1`, `#ifdef __CUDACC__`, the `#else` of an `#if 0`, ...)."""
+    if not slot or rng.random() > 0.3:
+        return
+    a = rng.randint(0, len(slot) - 1)
+    b = rng.randint(a + 1, len(slot))
+    opening = rng.choice(["#if 1\n", "#ifdef __CUDACC__\n", "#if defined(__CUDACC__) && __cplusplus >= 201103L\n",
+                          "#if 0\n__global__ void biasGeluFused(int wrong) {}\n#else\n", "#ifndef NOT_DEFINED\n"])
+    slot.insert(b, "#endif\n")
+    slot.insert(a, opening)
+
+
+def disguise(rng: random.Random, kernel: str) -> str:
+    """The kernel's text with, sometimes, a comment inside its head or a line splice in its parameter list."""
+    if rng.random() < 0.2:
+        kernel = kernel.replace("__global__ ", "__global__ /* the kernel */ ", 1)
+    if rng.random() < 0.2:
+        kernel = kernel.replace("__restrict__ bias, ", "__restrict__ bias, \\\n    ", 1)
+    return kernel
 
 
 def _same_kind(tool, verdict: str):
