@@ -116,3 +116,19 @@ def gpu():
         return open_gpu()
     except NoGpuError as err:
         pytest.skip(f"no CUDA GPU: {err}")
+
+
+def benchmark_module(name: str):
+    """benchmarks/NAME.py imported as module NAME, for a fixture: `yield from benchmark_module("fuzz_lexer")`.
+    It is in sys.modules while in use (a benchmark's dataclasses look their module up there)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(name, None)

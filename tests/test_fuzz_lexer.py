@@ -2,24 +2,17 @@
 seeds and a few hundred soups, so it runs in seconds here and in CI (NVRTC needs no GPU). The long run is
 `python benchmarks/fuzz_lexer.py --minutes N`."""
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import benchmark_module
 from grader.directives import Scan, normalize
 
 
 @pytest.fixture(scope="module")
 def fuzz():
-    spec = importlib.util.spec_from_file_location("fuzz_lexer", ROOT / "benchmarks" / "fuzz_lexer.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_lexer"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["fuzz_lexer"]
+    yield from benchmark_module("fuzz_lexer")
 
 
 @pytest.fixture(scope="module")

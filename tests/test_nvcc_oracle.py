@@ -18,15 +18,13 @@ kernel from the same text (or nvcc refuses it where NVRTC does not), and the one
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import benchmark_module, ROOT
 from test_pragmas import ALLOWED, file_with
 
 from grader.prelude import prelude
@@ -41,12 +39,7 @@ NVCC_REJECTS = {
 
 @pytest.fixture(scope="module")
 def oracle():
-    spec = importlib.util.spec_from_file_location("nvcc_oracle", ROOT / "benchmarks" / "nvcc_oracle.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["nvcc_oracle"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["nvcc_oracle"]
+    yield from benchmark_module("nvcc_oracle")
 
 
 @pytest.fixture(scope="module")
@@ -234,12 +227,7 @@ def test_disagreements_found_by_the_fuzzer_are_fixed(oracle, tool, text):
 
 @pytest.fixture(scope="module")
 def fuzz(oracle):
-    spec = importlib.util.spec_from_file_location("fuzz_programs", ROOT / "benchmarks" / "fuzz_programs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_programs"] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["fuzz_programs"]
+    yield from benchmark_module("fuzz_programs")
 
 
 def test_the_shrinker_keeps_what_the_verdict_needs(fuzz):
