@@ -214,7 +214,7 @@ def find_ncu() -> str | None:
 
 def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIMEOUT_S,
             ncu: str | None = None, on_start=None,
-            metrics: tuple[str, ...] = BYTE_METRICS) -> tuple[str, list[dict[str, str]]]:
+            metrics: tuple[str, ...] = BYTE_METRICS, keep_log: Path | None = None) -> tuple[str, list[dict[str, str]]]:
     """Run `child` (an argv) under ncu, each kernel launch whose name matches the regular expression `kernels`
     (every launch when None) profiled once with caches flushed and the card's clocks left alone
     (`--clock-control none`), reading `metrics`; returns ncu's version line and one dict per profiled launch,
@@ -226,8 +226,9 @@ def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIM
     its --log-file, at most MAX_LOG_BYTES of it, and stderr's last line from at most its last 4 KiB. On a
     timeout, an error or an interrupt the whole session is killed. on_start(pgid), when given, is called with
     the session's process group as soon as it runs (a batch worker tells its parent, which kills that group
-    too if it has to stop the worker). Raises CountersUnavailable with the reason, and nothing else (a
-    KeyboardInterrupt passes through)."""
+    too if it has to stop the worker). `keep_log`: a file that gets ncu's CSV log verbatim (the recordings of
+    tests/data/ncu). Raises CountersUnavailable with the reason, and nothing else (a KeyboardInterrupt passes
+    through)."""
     ncu = ncu or find_ncu()
     if ncu is None:
         raise CountersUnavailable("no Nsight Compute here (`ncu` not on PATH, CUDA_HOME or the usual folders); "
@@ -242,6 +243,8 @@ def run_ncu(child: list[str], kernels: str | None = None, timeout_s: float = TIM
         if log.exists() and log.stat().st_size > MAX_LOG_BYTES:
             raise CountersUnavailable(f"ncu's report is over {MAX_LOG_BYTES // 2**20} MiB; not read")
         text = log.read_text(errors="replace") if log.exists() else ""
+        if keep_log is not None:
+            keep_log.write_text(text)
         stderr = _tail(err_path, 4096)
         problem = _ncu_problem(text + "\n" + stderr)
         if problem:
@@ -386,6 +389,17 @@ SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answ
 """How the findings name each launch."""
 
 
+PROFILED_KERNELS = f"{exercise.KERNEL_NAME}|copyVec4|copyScalar"
+"""ncu's --kernel-name regex for the profiled child's launches (it matches the function's own name)."""
+
+
+def profiled_child(path: str, rows: int | None = None, cols: int | None = None, device: int = 0) -> list[str]:
+    """The command line of the child ncu profiles (grader.profiled) for the submission at `path` at rows x cols
+    (None: the card's benchmark shape) on CUDA device `device`."""
+    child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--device", str(device)]
+    return child + (["--rows", str(rows), "--cols", str(cols)] if rows and cols else [])
+
+
 def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0,
                         on_start=None) -> Counters:
     """Profile one launch each of the submission at `path`, the model answer, the page's answer and the two
@@ -393,11 +407,8 @@ def submission_counters(path: str, rows: int | None = None, cols: int | None = N
     not timed) in a child process under ncu (grader.profiled); return the counters and findings. on_start: as
     for run_ncu. Never raises (but a KeyboardInterrupt passes through): when the counters cannot be read,
     `unavailable` says why."""
-    child = [sys.executable, "-m", "grader.profiled", str(Path(path).resolve()), "--device", str(device)]
-    if rows and cols:
-        child += ["--rows", str(rows), "--cols", str(cols)]
     try:
-        tool, rows_ = run_ncu(child, kernels=f"{exercise.KERNEL_NAME}|copyVec4|copyScalar", on_start=on_start,
+        tool, rows_ = run_ncu(profiled_child(path, rows, cols, device), kernels=PROFILED_KERNELS, on_start=on_start,
                               metrics=METRICS)
     except CountersUnavailable as err:
         return Counters(unavailable=str(err))
@@ -412,9 +423,8 @@ def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Cou
     picked: dict[str, KernelCounters] = {}
     order = iter(LAUNCH_ORDER)
     for row in rows:
-        name = row.get("Kernel Name", "")
-        label = next(order, None) if name.startswith(exercise.KERNEL_NAME) else \
-            next((lab for k, lab in _COPIES.items() if name.startswith(k)), None)
+        name = kernel_base(row.get("Kernel Name", ""))
+        label = next(order, None) if name == exercise.KERNEL_NAME else _COPIES.get(name)
         if label is not None and label not in picked:
             picked[label] = kernel_counters(label, row, n)
     kernels = [picked[k] for k in (*LAUNCH_ORDER, COPY_VEC4, COPY_SCALAR) if k in picked]
@@ -425,11 +435,20 @@ def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Cou
     return c
 
 
+def kernel_base(name: str) -> str:
+    """The function's own name in ncu's demangled "Kernel Name": "biasGeluFused" of
+    "biasGeluFused(const float *, ...)" and of a template's "void biasGeluFused<4>(const float *, ...)" (how ncu
+    names the model answer and the page's answer, templates of reference_kernels/chain.cu; on the H200 a
+    startswith test missed both, so no hint had a reference to be measured against)."""
+    head = name.split("(", 1)[0].split("<", 1)[0].strip()
+    return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
+
+
 def _launched(rows: list[dict[str, str]]) -> int:
     """Elements of the profiled launches: the "n" of the child's JSON line, which ncu's log does not hold, so
     it is worked out from the copy's grid instead (copyVec4: one float4 per thread, 256 threads per block)."""
     for row in rows:
-        if row.get("Kernel Name", "").startswith("copyVec4"):
+        if kernel_base(row.get("Kernel Name", "")) == "copyVec4":
             grid = [int(v) for v in row.get("Grid Size", "").strip("()").split(",") if v.strip().isdigit()]
             if grid:
                 return grid[0] * exercise.BLOCK * 4

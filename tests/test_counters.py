@@ -12,7 +12,8 @@ import pytest
 from conftest import ended
 
 from grader import counters
-from grader.counters import (CountersUnavailable, KernelCounters, findings, find_ncu, parse_csv, run_ncu,
+from grader.counters import (LAUNCH_ORDER, CountersUnavailable, KernelCounters, counters_of, findings, find_ncu,
+                             kernel_base, parse_csv, run_ncu,
                              submission_counters)
 from grader.report import GradeReport, render_text
 
@@ -178,3 +179,20 @@ def test_an_ncu_whose_version_hangs_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(counters, "find_ncu", lambda: str(tool))
     c = submission_counters("submissions/gold_float4.cu", 10, 1024)
     assert c.unavailable == "ncu --version did not finish within 0.5 s"
+
+
+def test_the_reference_launches_are_found_under_the_names_ncu_gives_templates():
+    # ncu names the model answer and the page's answer, templates of the chain's source, "void biasGeluFused<4>(...)":
+    # a prefix test on the name missed both on the H200, and every hint then lacked its reference.
+    names = ["biasGeluFused(const float *, const float *, float *, unsigned long, unsigned long)",
+             "void biasGeluFused<4>(const float *, const float *, float *, unsigned long)",
+             "void biasGeluFused<1>(const float *, const float *, float *, unsigned long)",
+             "copyVec4(const float4 *, float4 *, unsigned long)", "copyScalar(const float *, float *, unsigned long)"]
+    rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": "4096",
+             "dram__bytes_write.sum": "4096", "gpu__time_duration.sum": "1000"} for name in names]
+    c = counters_of("ncu 2025.3.1.0", rows)
+    assert [k.label for k in c.kernels] == [*LAUNCH_ORDER, "copy, 16 B/thread", "copy, 1 float/thread"]
+    assert c.kernels[0].elements == 64 * 256 * 4
+    assert [kernel_base(n) for n in names] == ["biasGeluFused"] * 3 + ["copyVec4", "copyScalar"]
+    assert kernel_base("void ns::biasGeluFused<4, float>(const float *)") == "biasGeluFused"
+    assert kernel_base("biasGeluFusedX(const float *)") != "biasGeluFused"

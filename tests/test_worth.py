@@ -57,7 +57,7 @@ def test_every_metric_read_is_one_ncu_gave_on_the_h200(name):
     header = parse_csv(text)[0].keys()
     assert not [m for m in METRICS if m not in header]
     c = recorded(name)
-    assert [k.label for k in c.kernels] == [YOURS, MODEL, PAGE_ANSWER, "copy, 16 B/thread"]
+    assert [k.label for k in c.kernels] == [YOURS, MODEL, PAGE_ANSWER, "copy, 16 B/thread", "copy, 1 float/thread"]
     for k in c.kernels:
         assert k.elements == N and k.duration_ns and k.instructions and k.issue_pct is not None
         assert set(k.pipes) == set(counters.PIPES) and set(k.memory) == {"DRAM", "L2", "L1"}
@@ -75,11 +75,11 @@ def test_the_findings_say_each_measured_fact_in_one_sentence_with_its_number():
     f = recorded("col_major").findings
     assert ("accesses: each warp's loads touched 16.5 sectors per request and its stores 32.0, where coalesced "
             "accesses as wide as yours touch 4 and 4") in f[-4]
-    assert f[-3].startswith("work: 3.69 warp instructions per element (the page's answer 1.94, the model answer 1.15); "
+    assert f[-3].startswith("work: 3.69 warp instructions per element (the page's answer 1.94, the model answer 1.12); "
                             "issue slots busy 15% of the launch; the busiest pipe ALU at 11%")
-    assert f[-2].startswith("memory units, % of peak throughput: L2 82%, L1 49%, DRAM 10%; warps resident 87%")
-    assert f[-1] == ("times under ncu, ms: yours 5.833, the model answer 0.487, the page's answer 0.828, "
-                     "the 16-byte copy 0.468")
+    assert f[-2].startswith("memory units, % of peak throughput: L2 80%, L1 48%, DRAM 10%; warps resident 86%")
+    assert f[-1] == ("times under ncu, ms: yours 5.960, the model answer 0.484, the page's answer 0.836, "
+                     "the 16-byte copy 0.471, the one-float copy 0.748")
     assert "the busiest pipe FP64 at 52% of its peak" in recorded("double").findings[-3]
     text = render_text(GradeReport(file="s.cu", verdict="fail", stage="grade", reason="0.08",
                                    counters=recorded("col_major")))
