@@ -261,3 +261,18 @@ def test_host_macros_are_the_headers_macros(generator):
                     f"from ({stored['toolchain']}): run python benchmarks/host_macros.py to compare")
     assert fresh == stored
     assert {"EOF", "M_PI", "INT_MAX", "stdin"} <= set(stored["implicit"]) and "UINT64_C" in stored["headers"]["cstdint"]
+
+
+def test_the_names_only_one_preprocessor_defines_hold_for_this_nvrtc():
+    # grader.pragmas refuses host_macros.json's nvcc_only and nvrtc_only names, read with one NVRTC; the NVRTC
+    # installed here (PyPI's newest in CI, 13.0 on the GPU image) must agree, or the refusals are out of date.
+    from grader.predefined import nvrtc_defines
+
+    data = json.loads((ROOT / "grader" / "host_macros.json").read_text())
+    nvcc_only, nvrtc_only = frozenset(data["nvcc_only"]), frozenset(data["nvrtc_only"])
+    defined = nvrtc_defines(nvcc_only | nvrtc_only)
+    if defined is None:
+        pytest.skip("NVRTC cannot be asked here (not installed, or no sandbox)")
+    assert "__GNUC__" in nvcc_only and "__CUDACC_RTC__" in nvrtc_only and "__CUDA_ARCH__" not in nvcc_only
+    assert not defined & nvcc_only, sorted(defined & nvcc_only)
+    assert nvrtc_only <= defined, sorted(nvrtc_only - defined)
