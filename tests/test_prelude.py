@@ -11,13 +11,11 @@ against the headers it was read from. Tests that need g++ or nvcc skip with the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from grader.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_
 from grader.program import extract
 from grader.source import prepare
 
-from conftest import ROOT
+from conftest import ROOT, benchmark_module
 
 GXX = shutil.which("g++")
 NVCC = shutil.which("nvcc")
@@ -244,12 +242,7 @@ def test_only_the_names_a_whole_program_uses_are_defined():
 
 @pytest.fixture(scope="module")
 def generator():
-    spec = importlib.util.spec_from_file_location("host_macros", ROOT / "benchmarks" / "host_macros.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["host_macros"] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["host_macros"]
+    yield from benchmark_module("host_macros")
 
 
 @needs_nvcc
