@@ -121,9 +121,10 @@ def parse_claim(value: str) -> StudentClaim:
     """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
     decimal number written with a point (e.g. 0.93; a sentence's closing period is not part of it; one above 2
     only where the words after it make it a fraction: `2.83 of the copy floor`, `2.83x copy`, `2.83 times`,
-    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
-    operand of a division (`0.5392 / 0.5601`; its result after `=` is), and not the bound the sentence explains
-    (after "exceed", "above", "at most", ...: "it cannot exceed 1.0 x copy"). Where the sentence names the
+    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size
+    (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an operand of a division (`0.5392 / 0.5601`; its result after
+    `=` is), and not the bound the sentence explains (after "exceed", "above", "at most", ...: "it cannot
+    exceed 1.0 x copy"). Where the sentence names the
     copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest those words wins ("At
     1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.0" states 0.94); elsewhere the first
     percentage, else the first such decimal. Numbers are ASCII digits; a run such as

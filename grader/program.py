@@ -27,8 +27,10 @@ returned. The only text not scanned is the grader's own `#line N "name"` before 
 keep the student's line numbers): each stands where the scan saw a placeholder directive on a line of its own.
 
 This is not a C++ parser. The tokens (grader.program_tokens: grader.lexer's, the include policy's own, with
-preprocessor lines and the `#if` branches NVRTC certainly skips told apart) are split into declarations at `;` or `}` at depth 0 (a namespace or
-`extern "C"` block is opened and split inside), and a declaration's references are the identifiers in it.
+preprocessor lines and the `#if` branches NVRTC certainly skips told apart) are split into declarations at `;`
+or `}` at depth 0 (a namespace or `extern "C"` block is opened and split inside: grader.program_split), each
+declaration is described by grader.program_declarators (its names, kind and execution space), and a
+declaration's references are the identifiers in it.
 Everything is linear in the file's length: every token is looked at a bounded number of times, and every name
 is resolved once.
 

@@ -139,7 +139,7 @@ class _Splitter:
             elif paren == 0 and t == "operator" and kinds[i] == "i":
                 function = operator = True
             elif paren == 0 and t == "template" and kinds[i] == "i" and i + 1 < n and texts[i + 1] == "<":
-                i = skip_angles(self.tokens, i + 1, n)  # `template <int N = 4>`: its `=` and `>` are not the declaration's
+                i = skip_angles(self.tokens, i + 1, n)  # `template <int N = 4>`: not the declaration's `=`, `>`
                 continue
             i += 1
 
