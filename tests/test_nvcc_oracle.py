@@ -225,6 +225,52 @@ def test_disagreements_found_by_the_fuzzer_are_fixed(oracle, tool, text):
     assert got.verdict in ("same", "refused"), got.detail
 
 
+def test_the_order_of_a_kernels_externs_is_no_difference(oracle):
+    a = "Attribute: EIATTR_EXTERNS Format: EIFMT_SVAL Value: externs: vprintf __assertfail"
+    b = "Attribute: EIATTR_EXTERNS Format: EIFMT_SVAL Value: externs: __assertfail vprintf"
+    assert oracle.unordered_externs(a) == oracle.unordered_externs(b) != oracle.unordered_externs(a[:-13])
+    other = "Attribute: EIATTR_MAXREG_COUNT Format: EIFMT_HVAL Value: 0xff"
+    assert oracle.unordered_externs(other) == other
+
+
+FUZZ_26_144 = """\
+namespace outer2::inner {
+__device__ float h(float a) { return a * 0.403f + 1.455f; }
+}
+#define SC3 1.488f
+template <typename T> struct Tr4;
+template <> struct Tr4<float> {
+    __device__ static float apply(float a) { return a * 0.573f; }
+};
+extern "C" {
+__device__ float ec5(float a) { return a - 1.753f; }
+}
+__global__ void biasGeluFused(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out, size_t cols) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    float v = x[i] + bias[i % cols];
+    assert(v == v);
+    if (i == 3) printf("line %d of %s: %f\\n", __LINE__, __FILE__, v);
+}
+#ifndef NOT_DEFINED
+#define CUDA_CHECK(call) \\
+    do { \\
+        cudaError_t e_ = (call); \\
+        if (e_ != cudaSuccess) { \\
+        } \\
+    } while (0)
+static void sync102() { CUDA_CHECK(cudaDeviceSynchronize()); }
+#endif
+
+"""
+"""benchmarks/fuzz_programs.py's program 144 of seed 26, shrunk: a kernel calling printf and assert in a whole
+program; nvcc's build listed its externs as `vprintf __assertfail`, the grader's as `__assertfail vprintf`."""
+
+
+def test_a_program_whose_externs_nvcc_lists_in_another_order_builds_the_same_kernel(oracle, tool):
+    got = oracle.judge(tool, FUZZ_26_144, "fuzz.cu")
+    assert got.verdict == "same", got.detail
+
+
 @pytest.fixture(scope="module")
 def fuzz(oracle):
     yield from benchmark_module("fuzz_programs")
