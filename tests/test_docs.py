@@ -26,7 +26,7 @@ MODULE = re.compile(r"python -m\s+((?:grader|reference_kernels)(?:\.\w+)+)")
 
 def slug(heading: str) -> str:
     """GitHub's anchor of a markdown heading's text: lower case, punctuation but `-` and `_` dropped, spaces as `-`."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    text = " ".join(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).split()).lower()
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
@@ -126,3 +126,23 @@ def test_the_readme_commands_are_the_ones_ci_runs():
     assert extras, test
     assert f'python -m pip install -q "{extras.group(1)}"' in ci
     assert re.search(rf"^(\w+=\S+ )*{re.escape(extras.group(2))}$", ci, re.M), "CI runs the README's test command"
+
+
+SECTION = re.compile(r'(docs/[\w.-]+\.md|README)(?:\.md)?,? \(?"([^"]+)"')
+
+
+def test_the_docs_and_sections_the_code_names_exist():
+    """The code's pointers to the documentation (`docs/batch.md`, `README, "Exit codes"`, `docs/grading.md
+    ("Counters")`) name a page, and a heading of it, that exist."""
+    broken = []
+    for path in sorted(p for d in ("grader", "reference_kernels", "benchmarks", "tests", ".ci")
+                       for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".sh", ".cu", "") and p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for doc in set(re.findall(r"docs/[\w.-]+\.md", text)):
+            if not (ROOT / doc).is_file():
+                broken.append(f"{path.relative_to(ROOT)}: {doc}")
+        for doc, heading in SECTION.findall(text):
+            page = ROOT / (doc if doc.endswith(".md") else "README.md")
+            if page.is_file() and slug(heading) not in anchors(page):
+                broken.append(f"{path.relative_to(ROOT)}: {doc}, \"{heading}\": no such heading")
+    assert broken == []
