@@ -3,7 +3,7 @@
 Stages, one module each, data flowing one way: source -> compile -> device -> reference/verify -> timing
 -> grade -> report (and batch for a class). The exercise's constants live in grader.exercise.
 
-Python API (for a notebook or a script; README, "Python API"):
+Python API (for a notebook or a script; docs/grading.md, "From Python"):
 
     from grader import grade_file, render_text
     report = grade_file("my_kernel.cu")      # a GradeReport (pydantic): verdict, fraction, table, ...

@@ -1,55 +1,9 @@
 """`grade batch` and `grade merge`: grade a whole class, each submission in its own process, resumably.
 
-  grade batch PATH... [--out DIR] [--compile-limit S] [--run-limit S] [--memory-limit GIB] [--shard K/N] [--gpus LIST]
-                      [--workers N] [--limit N] [--retry-errors] [--regrade] [--arch sm_XY] [--seed N]
-                      [--format gradebook|gradescope] [--quiet] [--unsandboxed]
-  grade merge OUT RESULTS...
-
-Submissions: a PATH that is a file is one submission (id: the file's stem); a folder holds one submission
-per `.cu` file (id: the stem) or per student folder holding exactly one `.cu` file (id: the folder's name).
-Ids and paths are escaped (grader.text.printable: a byte of a name that is not UTF-8 as `\\xe9`, a newline as
-`\\n`), then made distinct with `~2`, `~3`, ... (unique_ids); the worker is handed the real path.
-A file that looks like a submission but is not a `.cu` (SOURCE_SUFFIXES, ARCHIVE_SUFFIXES: `alice.cpp`,
-`alice.zip`) is an input-error row naming the fix, unless a `.cu` file or folder of the same stem is there
-too; in a student folder without a `.cu` file, the folder's row names it. Other files and hidden ones are
-ignored. With --format gradescope (one student's files) such files count only when there is no `.cu` file.
-Links: a link given as a PATH, or found directly in a class folder (a `.cu` file, a source file or archive, a
-student folder), is refused without reading it ("a link, not followed"): it could point at another student's
-submission or at a staff file kept in the class folder. Inside a student folder a link to a file is followed
-only to a file inside that same student folder (not to another student's, not elsewhere in the class folder,
-not outside); a linked folder is never entered. A refused link is an input-error row, never read.
-Two ids with byte-identical files (one sha256) are listed in summary.md for the instructor to look at
-(grader.gradebook.identical_groups); their rows and verdicts are not changed.
-
-Isolation: every submission is compiled, verified and timed by `python -m grader.worker` (grader.worker), a
-fresh process pinned to one GPU with CUDA_VISIBLE_DEVICES, started from an empty folder. The worker reports
-its stage; the batch stops it when the compile stage passes --compile-limit, the start-up or run stage
-passes --run-limit, or its memory passes --memory-limit, and records an error row with the reason; a worker
-that dies (a fault, a signal) is an error row too (grader.pool). A worker that dies before it is even ready
-is a broken install, not a submission: the batch stops (exit 4) without a row for it. One worker runs per
-GPU, so no two timings share a GPU; the next worker is started (imports done, CUDA untouched) while the
-current one runs. The batch never initialises CUDA itself: GPUs are counted by a short-lived
-`python -m grader.worker --probe`. NVRTC runs in grader.sandbox's Landlock sandbox in every worker; where
-Landlock is missing the batch refuses to start unless --unsandboxed is given (then the gradebook's settings
-say so).
-
-Resume: each row is appended to OUT/results.jsonl (flush + fsync) the moment it is known. A row is reused
-when its key matches: the id and the sha256 of the file's bytes, plus the grader settings (grader version
-and a digest of the grader's source, --arch, --seed, the GPU model(s) seen). The id is in the key: two
-students who hand in the same bytes get a row each. A rerun of the same command grades only what is missing.
---retry-errors regrades rows whose verdict is error; --regrade regrades everything; a no-gpu row is regraded
-whenever a GPU is visible; a busy row (the GPU was shared while timing) always.
-
-Outputs (grader.gradebook): OUT/gradebook.csv, OUT/gradebook.json, OUT/summary.md, OUT/scores.csv (scores
-out of 10 for Gradescope's import; with --shard K/N, each name gets `.shard-K-of-N`), OUT/reports/ (one text
-and one JSON report per student, each written as its row lands: grader.feedback) and OUT/index.html (the class
-page: grader.classpage); `grade merge` writes the same. --format gradescope (one submission) also writes
-OUT/results.json for Gradescope.
-
-Gradescope's export: a PATH folder holding submission_metadata.yml (grader.gradescope_export) names the
-submitters of its `submission_NNN/` folders (read_exports): ids stay the folders' names; the names, emails and
-sids go into the rows, scores.csv (one line per submitter), the reports and the page. A metadata file that
-cannot be read is a usage error (exit 2) before anything is graded.
+This module finds the submissions (their ids, the files that are not `.cu`, the links it refuses), keys each row for
+resume, starts the workers (grader.pool, grader.worker) and writes the class's outputs (grader.gradebook,
+grader.feedback, grader.classpage). What each of those does for the instructor, with every option and output:
+docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)

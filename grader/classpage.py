@@ -1,15 +1,9 @@
 """The class page: OUT/index.html, one self-contained file (no network, no other file needed but the reports it
 links to) that `grade batch` and `grade merge` write beside the gradebook.
 
-On it, from the gradebook (grader.gradebook.Gradebook): what the class was graded on (card, driver, copy floor,
-clocks, grader and NVRTC versions); counts per verdict; the distribution of the fraction of the copy floor in the
-gradebook's equal bins with the silver (0.75) and gold (0.90) lines; the cumulative curve of "correct and at least
-p of the floor" over the graded submissions (KernelBench's fast_p); each student's claimed fraction against the
-measured one (flagged ones drawn as crossed rings); DRAM bytes per element against the fraction where counters
-were measured; and a table of every student (id linking to the report, submitters, verdict, fraction, claim,
-flags, notes, the stage where an error stopped, DRAM bytes, reason), sortable by any column and filterable by
-text, verdict and "to look at". The table carries every fact the plots show, so the page reads without them
-(and without script: sorting and filtering are the only things the script adds).
+Everything on it comes from the gradebook (grader.gradebook.Gradebook); what it shows is in docs/batch.md ("The
+class page"). The table of every student carries every fact the plots show, so the page reads without them (and
+without script: sorting and filtering are the only things the script adds).
 
 Safety: every string a student controls (ids, names, emails, reasons, compiler messages) is escaped for HTML
 (grader.svgplot.escape, after grader.text.printable), and no data is ever put inside the script: the script is a

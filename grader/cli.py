@@ -20,10 +20,7 @@ GradeReport for `grade FILE`, same as --format json; the SelfcheckResult for `gr
 sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole number in [0, 2**63). With --format json an
 input error still prints one GradeReport (verdict "error", stage "input") on stdout.
 
-Exit codes (grader.errors; every command's -h lists its own): 0 gold or silver; 1 fail or error; 2 input or
-usage error; 3 no GPU (every check that needs no GPU ran and passed); 4 not graded through no fault of the
-submission (the install lacks its CUDA extra, or a CUDA call of the grader's own failed); 5 not graded, the GPU
-was busy; 130 interrupted (Ctrl-C).
+Exit codes: grader.errors, and the README's table; every command's -h lists its own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The submission contract: how the grader launches a student's kernel, and what the student claims.
 
-A `.cu` file may start with a block of `// grade:` lines (README, "The `// grade:` block"); each is exactly
-`// grade: KEY = VALUE` on its own line. A line that looks like an attempt at one but would be skipped
+A `.cu` file may start with a block of `// grade:` lines (docs/submissions.md; the README shows one); each is
+exactly `// grade: KEY = VALUE` on its own line. A line that looks like an attempt at one but would be skipped
 (`// Grade:`, `// grade :`, `// grade params = ...`, `/// grade:`, `/* grade: */`, a non-breaking space) is
 an input error, so that a declaration is never silently ignored:
 

@@ -43,6 +43,8 @@ bias is one cols-float row read from cache):
   width, the warp instructions per element against the page's answer and the model answer, the issue slots
   and the busiest pipe, the memory units and the resident warps (access_findings). grader.worth turns them
   into hints with what fixing each is worth.
+
+What the report says, for the student: docs/grading.md ("Counters").
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ characters in that set (others as `_`, runs of `_` as one, cut to SLUG_MAX, uppe
 the first 12 hex digits of the sha256 of the id. Names are stable (they depend on the id alone, not on the other
 students), distinct (a plain name has no `+` and only lower case; two hashed names differ in their hash, which
 is lower case), and safe on Linux, macOS and Windows. Gradebook.reports and the class page keep the mapping.
+
+The outputs of a batch, for the instructor: docs/batch.md.
 """
 
 from __future__ import annotations

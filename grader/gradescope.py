@@ -7,6 +7,8 @@ with name, score, max_score, status, output, visibility; and "Leaderboards": a t
 ranks higher); execution_time is the grading's wall time where the caller measured it. A report that grades
 nothing (no GPU, a busy GPU, the grader's own failure) is "not graded" with no points, never a zero presented as
 the student's.
+
+Gradescope's routes, for the instructor: docs/batch.md.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ parsed by PyYAML's safe loader (plain strings, lists and mappings: no Python obj
 tag such as `!binary` or `!ruby/object` gives the plain value under it), with every implicit type turned off
 (a sid `0012345` or a name `No` stays the string written, never a number or a boolean), and every string it
 yields is escaped (grader.text.printable) and cut to MAX_FIELD_CHARS before it reaches a report.
+
+How an instructor grades an export: docs/batch.md.
 """
 
 from __future__ import annotations

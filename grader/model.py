@@ -3,7 +3,7 @@ verification results, batch rows and the gradebook).
 
 pydantic writes NaN and infinities as `null` by default, which reads back as "no value" (an infinite
 claimed fraction looked like no claim). Here they are the strings "NaN", "Infinity" and "-Infinity", as
-the README says; pydantic reads those strings back as the same floats, and the JSON schema says that any
+docs/grading.md says; pydantic reads those strings back as the same floats, and the JSON schema says that any
 number may be one of them.
 
 Every string of that JSON (keys too) is escaped as the text report escapes it (grader.text.printable_lines:

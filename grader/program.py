@@ -37,6 +37,8 @@ is resolved once.
 A file that is only device code (today's submissions) is not a whole program: it compiles as before, byte for
 byte. A whole program is one that includes a host header (PROGRAM_INCLUDES beyond ALLOWED_INCLUDES) or defines
 a host function (`main`, or any function not marked `__device__` or `__global__`).
+
+What a student may hand in as a whole program, for the reader: docs/submissions.md.
 """
 
 from __future__ import annotations

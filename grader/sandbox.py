@@ -25,6 +25,8 @@ refuses the calls), `state()` says why. `grade FILE` then warns in one line and 
 `require()` so that no submission is compiled unconfined by accident.
 
 The sandbox is ours; the Landlock calls are the `landlockpy` package's (0BSD, ABI-aware up to ABI 11).
+
+What a submission can and cannot do, for the reader who runs the grader: docs/security.md.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Findings (each held or refuted, like the page's predictions):
 2. the RoPE tables are L2 hits at the page's sequence (2048): ropeInterleaved and ropeHalfSplit move at most
    their model plus BIAS_SLACK; at the long sequence the report gives what the tables cost (bytes per element
    over the model).
+
+The measured numbers on the H200: docs/reference-kernels.md.
 """
 
 from __future__ import annotations

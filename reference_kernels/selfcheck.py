@@ -13,6 +13,8 @@ observations, never a failure); 1 a gate failed, a source did not compile or a r
 GPU; 2 usage error; 3 no GPU (everything compiled; the float64 GELU gap and the byte model are printed, gates
 and timing need a CUDA GPU); 4 the install lacks its CUDA extra (one line names the pip command) or a CUDA call
 of the grader's own failed; 130 interrupted (Ctrl-C).
+
+The kernels, the gates, the tables and the predictions, for the reader: docs/reference-kernels.md.
 """
 
 from __future__ import annotations
