@@ -2,10 +2,13 @@
 `grade FILE --counters` profiles it: the kernel, the model answer, the page's answer and the two copies, at the
 card's benchmark shape. The logs are tests/data/ncu's h200_*.csv (tests/test_worth.py ranks hints on them).
 
-    python3 benchmarks/record_ncu.py [--out DIR]
+    python3 benchmarks/ncu_record.py [--out DIR]
 
-Writes DIR/h200_<stem>.csv per kernel (trimmed: `trimmed`) (DIR: $OUT, or results/) and prints one line per kernel: the rows' kernel
-names in launch order. Exit status 0, 1 when a kernel could not be profiled, 3 without a GPU.
+Writes h200_<stem>.csv per kernel (trimmed: `trimmed`) into DIR/ncu_record.tgz (DIR: $OUT, or results/; packed
+again after each kernel, as the device tool brings back 8 files at most) and prints one line per kernel: the
+rows' kernel names in launch order. It profiles through grader.counters (run_ncu, profiled_child, METRICS), so
+the files hold what `grade --counters` reads. Exit status 0, 1 when a kernel could not be profiled, 3 without a
+GPU (one line on stderr).
 """
 
 from __future__ import annotations
