@@ -206,7 +206,8 @@ def died_reason(stage: str, returncode: int | None, tail: str) -> str:
             how = f"signal {-returncode}"
     else:
         how = f"exit code {returncode}"
-    where = {Stage.COMPILE: "compilation", Stage.VERIFY: "the run", Stage.TIME: "timing"}.get(stage, "start-up")
+    where = {Stage.COMPILE: "compilation", Stage.VERIFY: "the run", Stage.TIME: "timing",
+             Stage.COUNTERS: "the counters' measurement"}.get(stage, "start-up")
     return f"the grading process died during {where} ({how})" + (f": {tail}" if tail else "")
 
 
