@@ -58,7 +58,7 @@ class Item(BaseModel):
     safe file name the worker grades it under), its bytes' `sha256`, and `problem` (a reason it cannot be
     graded, found before reading: then it becomes an error row without a worker); `stray`: a source file or
     archive that is not a .cu file (its problem says so); `key`: its resume key (grader.batch.result_key);
-    `submitters` and `submitted_at`: from a Gradescope export (grader.batch.read_exports)."""
+    `submitters` and `submitted_at`: from a Gradescope export (grader.discovery.read_exports)."""
 
     id: str
     path: str
