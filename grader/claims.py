@@ -121,9 +121,10 @@ def parse_claim(value: str) -> StudentClaim:
     """Parse the student's sentence; the stated fraction is an 'NN%' or 'NN percent' (divided by 100) or a
     decimal number written with a point (e.g. 0.93; a sentence's closing period is not part of it; one above 2
     only where the words after it make it a fraction: `2.83 of the copy floor`, `2.83x copy`, `2.83 times`,
-    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an
-    operand of a division (`0.5392 / 0.5601`; its result after `=` is), and not the bound the sentence explains
-    (after "exceed", "above", "at most", ...: "it cannot exceed 1.0 x copy"). Where the sentence names the
+    so that a claim of any size is read and flagged), not followed by a unit of time, bandwidth or size
+    (`1.142 ms`, `0.5 GB/s`, `1.5 bytes`), not an operand of a division (`0.5392 / 0.5601`; its result after
+    `=` is), and not the bound the sentence explains (after "exceed", "above", "at most", ...: "it cannot
+    exceed 1.0 x copy"). Where the sentence names the
     copy floor (copy floor, copyFloor, x copy, ...: _FLOOR_WORDS), the candidate nearest those words wins ("At
     1.142 ms it reached 0.94 of the copy floor; it cannot exceed 1.0" states 0.94); elsewhere the first
     percentage, else the first such decimal. Numbers are ASCII digits; a run such as
@@ -230,62 +231,71 @@ def byte_count_flags(
 
     Pure: no GPU, no I/O.
     """
-    flags: list[Flag] = []
     measured_fraction = measured_gbs / floor_gbs if measured_gbs and floor_gbs else None
     own_row = _own_row(measured_ms, measured_gbs, measured_fraction)
     own_fraction = (f"{measured_fraction:.3f} of the copy floor" if measured_fraction is not None
                     else "not measured here (no timing)")
-
     if row is None:
-        flags.append(Flag(
+        flags = [Flag(
             kind="row-missing",
             message="no table row found; add your part-3 row from your own run as a comment, in the page's "
                     "form: `// biasGeluFused 1 2 MS GB/S X_COPY` (or `// grade: row = ...`)",
-            student="no row", grader=own_row))
+            student="no row", grader=own_row)]
     else:
-        if row.problem:
-            flags.append(Flag(
-                kind="row-malformed",
-                message=f"the table row cannot be read: {row.problem}; write "
-                        "`version | kernels | floats/elem | ms | GB/s [| x copy]`",
-                student=_short(row.raw), grader=own_row))
-        else:
-            for name in ("ms", "gbs"):
-                if getattr(row, name) == 0:
-                    flags.append(Flag(
-                        kind="row-malformed", message=f"the row's {'GB/s' if name == 'gbs' else name} is 0",
-                        student=_short(row.raw), grader=own_row))
-        flags.extend(_byte_count(row, cols))
-        flags.extend(_consistency(row, rows, cols))
-        if row.gbs is not None and floor_gbs and row.gbs > (1 + GBS_SLACK) * floor_gbs:
-            name = f" ({floor_name})" if floor_name else ""
-            flags.append(Flag(
-                kind="impossible-gbs",
-                message=f"your row's {row.gbs:g} GB/s is above the copy floor measured here{name}: impossible, "
-                        "the kernel moves exactly what the copy moves (x read once, out written once), and "
-                        "nothing moves those bytes faster than the fastest copy. A number above the floor "
-                        "means the byte count in the numerator is too big (usually the bias counted per "
-                        "element)",
-                student=f"{row.gbs:g} GB/s",
-                grader=f"copy floor {floor_gbs:.1f} GB/s" + (
-                    f"; your kernel {measured_gbs:.1f} GB/s" if measured_gbs else "")))
+        flags = [*_malformed(row, own_row), *_byte_count(row, cols), *_consistency(row, rows, cols),
+                 *_impossible_gbs(row, floor_gbs, measured_gbs, floor_name)]
         if row.x_copy is not None and row.x_copy > 1:
             flags.append(_impossible_fraction(row.x_copy, "your row's x copy column", own_fraction))
+    return flags + _claim_flags(claim, own_fraction)
 
+
+def _malformed(row: StudentRow, own_row: str) -> list[Flag]:
+    """A row that does not parse (StudentRow.problem), or whose ms or GB/s is 0."""
+    if row.problem:
+        return [Flag(
+            kind="row-malformed",
+            message=f"the table row cannot be read: {row.problem}; write "
+                    "`version | kernels | floats/elem | ms | GB/s [| x copy]`",
+            student=_short(row.raw), grader=own_row)]
+    return [Flag(kind="row-malformed", message=f"the row's {'GB/s' if name == 'gbs' else name} is 0",
+                 student=_short(row.raw), grader=own_row)
+            for name in ("ms", "gbs") if getattr(row, name) == 0]
+
+
+def _impossible_gbs(row: StudentRow, floor_gbs: float | None, measured_gbs: float | None,
+                    floor_name: str | None) -> list[Flag]:
+    """The row's GB/s above the copy floor measured here (with GBS_SLACK)."""
+    if row.gbs is None or not floor_gbs or row.gbs <= (1 + GBS_SLACK) * floor_gbs:
+        return []
+    name = f" ({floor_name})" if floor_name else ""
+    return [Flag(
+        kind="impossible-gbs",
+        message=f"your row's {row.gbs:g} GB/s is above the copy floor measured here{name}: impossible, "
+                "the kernel moves exactly what the copy moves (x read once, out written once), and "
+                "nothing moves those bytes faster than the fastest copy. A number above the floor "
+                "means the byte count in the numerator is too big (usually the bias counted per "
+                "element)",
+        student=f"{row.gbs:g} GB/s",
+        grader=f"copy floor {floor_gbs:.1f} GB/s" + (
+            f"; your kernel {measured_gbs:.1f} GB/s" if measured_gbs else ""))]
+
+
+def _claim_flags(claim: StudentClaim | None, own_fraction: str) -> list[Flag]:
+    """The sentence missing, without a fraction, or with a fraction above 1."""
     if claim is None:
-        flags.append(Flag(
+        return [Flag(
             kind="claim-missing",
             message="no sentence found; add the exercise's sentence as a comment: `// It reached F of the copy "
                     "floor; it cannot exceed 1 because ...` (or `// grade: claim = ...`)",
-            student="no sentence", grader=own_fraction))
-    elif claim.fraction is None:
-        flags.append(Flag(
+            student="no sentence", grader=own_fraction)]
+    if claim.fraction is None:
+        return [Flag(
             kind="claim-no-fraction",
             message="your sentence states no fraction of the copy floor (write it as 0.93 or 93%)",
-            student=_short(claim.raw), grader=own_fraction))
-    elif claim.fraction > 1:
-        flags.append(_impossible_fraction(claim.fraction, "your sentence", own_fraction))
-    return flags
+            student=_short(claim.raw), grader=own_fraction)]
+    if claim.fraction > 1:
+        return [_impossible_fraction(claim.fraction, "your sentence", own_fraction)]
+    return []
 
 
 def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from grader import sandbox
 from grader.cubin import CubinError, entry_names
 from grader.cubin import kernel_params as cubin_params
-from grader.errors import GraderFault, SubmissionError
+from grader.errors import GraderFault, Stage, SubmissionError
 
 DEFAULT_ARCH = "sm_90"
 """Arch compiled for when no GPU is present (`--arch` changes it): the course's H200 is compute capability 9.0."""
@@ -111,7 +111,7 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
         raw = str(err).replace("\x00", "")  # cuda.core passes on NVRTC's log with its terminating NUL bytes
         lines, dropped = _diagnostics(raw, name, "error")
         if "__nv_name_map" in raw and not lines:
-            raise SubmissionError("compile", _missing_kernel_message(text, name, kernels, arch)) from None
+            raise SubmissionError(Stage.COMPILE, _missing_kernel_message(text, name, kernels, arch)) from None
         what = "compile error"
         if not lines:  # ptxas's errors have no file(line): too much __constant__ or __shared__ data, ...
             lines = [_cut(m.group()) for m in _PTXAS_ERROR.finditer(raw)][:MAX_DIAGNOSTICS]
@@ -119,7 +119,7 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
                     "data over 64 KiB, __shared__ data over a block's limit)") if lines else what
         lines = (lines or ["(NVRTC gave no diagnostic for this file)"]) + (
             [f"({dropped} more errors not shown)"] if dropped else [])
-        raise SubmissionError("compile", f"{name}: {what}", details=_cap("\n".join(lines))) from None
+        raise SubmissionError(Stage.COMPILE, f"{name}: {what}", details=_cap("\n".join(lines))) from None
     ptx = _ptx_of(program)
     cubin = bytes(obj.code)
     entries = _entry_names(cubin, name)
@@ -131,7 +131,7 @@ def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compi
         mangled = mangled.decode() if isinstance(mangled, bytes) else mangled
         if mangled not in entries:
             raise SubmissionError(
-                "compile",
+                Stage.COMPILE,
                 f"{name}: `{kernel}` is not a __global__ kernel (declare it `__global__ void {kernel}(...)`)",
             )
         params = _kernel_params(cubin, ptx, name, kernel, mangled)

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 
 from grader.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, LITERALS, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW,
                           OTHER, PUNCT, RAW, STRING, Spliced, Token, literal_quote, normalize, token_at)
-from grader.pragmas import ASSERTION_REFUSAL, pragma_operator_refusal, pragma_refusal
+from grader.pragmas import ASSERTION_REFUSAL, name_refusal, pragma_operator_refusal, pragma_refusal
 
 ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h",
                               "cfloat", "limits.h", "climits"})
@@ -227,6 +227,8 @@ class _Lexer:
             if word in FORBIDDEN_IDENTIFIERS:
                 return at, (self.line(at), word, "`__has_include` and its kind probe files on the grading machine")
             if word == "_Pragma" and (why := pragma_operator_refusal(s, tok.end)):
+                return at, (self.line(at), word, why)  # grader.pragmas
+            if why := name_refusal(word):
                 return at, (self.line(at), word, why)  # grader.pragmas
             return (at + len(word), self.backslash(at + len(word))) if len(word) < len(text) else None
         if kind == CHAR and tok.suffix not in (-1, tok.end):

@@ -7,6 +7,14 @@ biasGeluFused's machine code compared (benchmarks/nvcc_oracle.py; tests/test_nvc
 
 refused (grader.directives calls these functions from its lexer; the message names the directive and what to
 write instead):
+- a reserved name (a leading `_`) that one of the two defines before a file's first line and the other does not
+  (grader/host_macros.json's nvcc_only and nvrtc_only, read from the real preprocessors by
+  benchmarks/host_macros.py): `__GNUC__`, `__linux__`, `__x86_64__`, `__FLT_MAX__`, ... (1743 names g++ and
+  nvcc's implicit cuda_runtime.h define and NVRTC 13.5 does not), g++'s built-in `__COUNTER__`,
+  `__TIMESTAMP__`, `__FILE_NAME__`, and NVRTC's own `__CUDACC_RTC__`, `__EDG__`, ...: an `#ifdef` on one takes
+  another branch in the grader than in nvcc's build, silently, and code that uses one compiles in one and not
+  the other; and `__VA_OPT__`, which g++ expands and NVRTC 13.0 does not. Names both define
+  (`__CUDA_ARCH__`, `__CUDACC__`, `__device__`, `__cplusplus`, ...) are graded as written;
 - `#pragma push_macro("X")` / `#pragma pop_macro("X")`, also through `_Pragma("push_macro(\\"X\\")")`, with
   an `L`/`u8`/`u`/`U` prefix, after a comment or as `%:pragma`: g++ saves and restores the macro, NVRTC keeps
   the last definition, so the kernel differs;
@@ -30,9 +38,12 @@ refused by grader.directives' allow-list already.
 
 from __future__ import annotations
 
-from grader.lexer import BLANK, COMMENT, IDENT, STRING, literal_quote, token_at
+import functools
 
-__all__ = ["ASSERTION_REFUSAL", "pragma_operator_refusal", "pragma_refusal"]
+from grader.lexer import BLANK, COMMENT, IDENT, STRING, literal_quote, token_at
+from grader.prelude import host_macros
+
+__all__ = ["ASSERTION_REFUSAL", "pragma_operator_refusal", "pragma_refusal", "name_refusal"]
 
 _UNDO = ("instead of saving and restoring the macro, write its `#undef` and `#define` again where you would "
          "restore it")
@@ -56,6 +67,32 @@ _NOT_A_LITERAL = ("`_Pragma` without a string literal written out right after it
 ASSERTION_REFUSAL = ("a `#` inside an #if or #elif condition (a GCC assertion such as `#machine(x86_64)`): "
                      "nvcc's preprocessor evaluates it and NVRTC takes it as false, so the grader would compile "
                      "another branch than nvcc; test a macro you #define instead")
+
+
+_VA_OPT = ("nvcc's preprocessor (g++) expands `__VA_OPT__` and NVRTC 13.0 does not, so the kernel graded "
+           "would not be the one nvcc builds; write two macros, one with and one without the variadic arguments")
+
+
+@functools.cache
+def _diverging() -> dict[str, str]:
+    """{reserved name: why it is refused} for host_macros.json's nvcc_only and nvrtc_only, and `__VA_OPT__`."""
+    data = host_macros()
+    nvcc = ("a macro nvcc's preprocessor defines (the host compiler, g++, and its implicit cuda_runtime.h) and "
+            "NVRTC does not")
+    nvrtc = "a macro NVRTC defines and nvcc's preprocessor does not"
+    then = ("so an `#if` on it takes another branch in the grader than in nvcc's build, and code that uses it "
+            "compiles in one and not the other; write the value or the branch you mean")
+    why = {name: f"{nvcc}, {then}" for name in data.get("nvcc_only", ())}
+    why.update({name: f"{nvrtc}, {then}" for name in data.get("nvrtc_only", ())})
+    why["__VA_OPT__"] = _VA_OPT
+    return why
+
+
+def name_refusal(word: str) -> str | None:
+    """Why the identifier `word` is refused wherever it stands outside comments and literals, in any group
+    (module docstring: a reserved name only one of nvcc's preprocessor and NVRTC defines, or `__VA_OPT__`), or
+    None. Names without a leading underscore are never refused here."""
+    return _diverging().get(word) if word.startswith("_") else None
 
 
 def _skip(s: str, i: int) -> int:

@@ -261,15 +261,17 @@ def _group_names(headers: tuple[str, ...] | list[str]) -> frozenset[str]:
 
 
 @functools.cache
-def _host_macros() -> dict:
-    """host_macros.json (benchmarks/host_macros.py), read once."""
+def host_macros() -> dict:
+    """host_macros.json (benchmarks/host_macros.py), read once: "implicit", "headers" and "definitions" (the
+    public macros of nvcc's device pass), "nvcc_only" and "nvrtc_only" (reserved names only one of nvcc's device
+    pass and NVRTC defines: grader.pragmas), "toolchain"."""
     return json.loads(files("grader").joinpath("host_macros.json").read_text(encoding="utf-8"))
 
 
 @functools.cache
 def _host_names(headers: tuple[str, ...]) -> frozenset[str]:
     """The names nvcc's device pass defines as macros after its implicit cuda_runtime.h and `headers`."""
-    data = _host_macros()
+    data = host_macros()
     return frozenset(data["implicit"]).union(*(data["headers"].get(h, ()) for h in headers))
 
 
@@ -286,4 +288,4 @@ def _own_definitions() -> dict[str, str]:
 
 def _definition(name: str) -> str:
     """What follows `#define ` for a host macro: HEADER_MACROS' definition, else the header's (host_macros.json)."""
-    return _own_definitions().get(name) or _host_macros()["definitions"][name]
+    return _own_definitions().get(name) or host_macros()["definitions"][name]

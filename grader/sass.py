@@ -1,21 +1,9 @@
 """Facts from the machine code (SASS): what the card runs, read from the NVRTC cubin by a CUDA disassembler.
 
 PTX is NVVM's output before ptxas, so hints read from it guess what the card will run; the SASS in the cubin
-is what it runs. Reading it needs a disassembler, which the grader does not ship: `nvdisasm` (preferred:
-it names the functions a kernel calls) or `cuobjdump`, found (find_disassembler) in the running Python
-environment's NVIDIA wheels (`pip install ".[sass]"`: nvidia-cuda-nvdisasm and nvidia-cuda-cuobjdump 13.x put
-them in `nvidia/cu13/bin/`, checked; for CUDA 12 wheels `nvidia/cu12/bin/`, `nvidia/cuda_nvdisasm/bin/`,
-`nvidia/cuda_cuobjdump/bin/` and `nvidia/cuda_nvcc/bin/` are searched too, not checked here: the package index
-at hand has only 13.x builds), then on PATH, then under CUDA_PATH / CUDA_HOME, then in /usr/local/cuda*/bin
-(`cuda` first, then newest version first). Without one, `sass_facts` returns None and grader.hints reads the
-PTX. A disassembler of CUDA 13 reads sm_75 and newer only: for an older GPU (the cu12 extra) it fails, and the
-PTX is read.
-
-Running it (disassemble): the cubin is written to a private temporary folder (mode 0700), the tool runs
-there without a shell, with a clean environment (LC_ALL=C only), stdin closed, stderr dropped, for at most
-TIMEOUT_S; its output is the submission's code rendered as text, so it is capped at MAX_OUTPUT_BYTES (then
-nothing is read from it) and only parsed, never shown: hints quote opcodes and the names of CUDA's own
-division routines, never other text of the listing. No GPU is needed: the tools read the ELF file only.
+is what it runs. Reading it needs a disassembler, `nvdisasm` or `cuobjdump`, which the grader does not ship:
+grader.sass_disassembler finds and runs it (where it looks, how it is confined, what it costs: about half a
+second a submission). Without one, `sass_facts` returns None and grader.hints reads the PTX.
 
 Parsing (sass_facts): only the submission's kernel, by mangled name, and the functions it calls, directly or
 through others (nvdisasm: each function of the listing by its label, following `CALL` targets; cuobjdump
@@ -48,56 +36,21 @@ change of the toolchain fails a test instead of silently dropping a hint); sm_75
 - Local memory: `LDL`/`STL` (`.64`, `.128`, `LDL.LU`), for spilled registers or a per-thread array indexed
   at run time (a loop that is not unrolled); the registers per thread are in the listing (nvdisasm:
   EIATTR_REGCOUNT of the kernel; cuobjdump -res-usage: REG) with the stack frame (EIATTR_FRAME_SIZE, STACK).
-
-Cost: the disassembler's start-up dominates (about 0.4 s of CPU even for a 30-instruction kernel), so a
-submission's size hardly matters. Measured with `python benchmarks/sass_cost.py --reps 3` on the 2-core CPU
-machine (load average about 2 from other work), per submission (write the cubin, run the tool, parse), over
-the 5 examples and 18 kernels of tests/data/hints/: nvdisasm 13.5.37 median 0.52 s, largest 1.2 s;
-cuobjdump 13.5.37 median 0.67 to 0.72 s, largest 1.4 s. On an idle machine nvdisasm took 0.37 to 0.5 s.
-So the machine-code hints add about half a second to a grading, within the 1 s goal; cuobjdump is used only
-where no nvdisasm is found. (One first run of a freshly unpacked nvdisasm took 20 s here, once; TIMEOUT_S
-caps such a run, and that submission then gets the PTX hints.)
 """
 
 from __future__ import annotations
 
-import functools
-import glob
-import importlib.util
-import os
 import re
-import shutil
 import struct
-import subprocess
-import sys
-import tempfile
 import threading
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from grader.procs import kill_group
+from grader.sass_disassembler import Disassembler, DisassemblyError, disassemble, find_disassembler, find_tool
 
-TOOLS = ("nvdisasm", "cuobjdump")
-"""Disassemblers, in order of preference at each place searched."""
-
-WHEEL_BIN_DIRS = (
-    ("nvidia", "cu13", "bin"),           # CUDA 13 wheels: nvidia-cuda-nvdisasm / nvidia-cuda-cuobjdump 13.x
-    ("nvidia", "cu12", "bin"),
-    ("nvidia", "cuda_nvdisasm", "bin"),   # CUDA 12 wheels (nvidia-cuda-nvdisasm-cu12 and 12.x releases)
-    ("nvidia", "cuda_cuobjdump", "bin"),
-    ("nvidia", "cuda_nvcc", "bin"),
-)
-"""Folders under a site-packages' `nvidia` namespace where NVIDIA's wheels put their executables."""
-
-TIMEOUT_S = 10.0
-"""Wall-clock limit for one disassembly (a normal one takes about 0.4 s)."""
-
-MAX_CUBIN_BYTES = 16 * 2**20
-"""A larger cubin is not disassembled (the PTX hints are given instead)."""
-
-MAX_OUTPUT_BYTES = 32 * 2**20
-"""Cap on the disassembler's output read: about 200,000 instructions of nvdisasm's listing."""
+__all__ = ["DIVISION_ROUTINE", "Disassembler", "DisassemblyError", "Instruction", "Listing", "MemoryOp", "Reading",
+           "SassFacts", "disassemble", "division_starts", "facts", "find_disassembler", "find_tool", "parse",
+           "parse_cuobjdump", "parse_nvdisasm", "reachable", "sass_facts"]
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(?:\{\s*)?(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)"
                     r"\s*([^;]*);")
@@ -127,18 +80,6 @@ _BULK_LOADS = {"UTMALDG", "UBLKCP", "UTMAPF"}
 _GLOBAL_STORES = {"STG", "ST"}
 _NO_DEST = {"STG", "ST", "STL", "STS", "BRA", "CALL", "RET", "EXIT", "BSSY", "BSYNC", "ISETP", "FSETP", "DSETP",
             "RED", "ATOM", "BAR", "MEMBAR", "NOP"}
-
-
-class DisassemblyError(Exception):
-    """The disassembler could not be run, failed, timed out or printed too much; the message says which."""
-
-
-@dataclass(frozen=True)
-class Disassembler:
-    """A disassembler found on this machine: `tool` is 'nvdisasm' or 'cuobjdump', `path` its executable."""
-
-    tool: str
-    path: str
 
 
 @dataclass(frozen=True)
@@ -237,178 +178,6 @@ class SassFacts:
         return dict(self.mufu).get(op, 0)
 
 
-# --- finding a disassembler ------------------------------------------------------------------------
-
-def _exe_names(tool: str) -> tuple[str, ...]:
-    return (tool + ".exe", tool) if os.name == "nt" else (tool,)
-
-
-def _executable(path: Path) -> bool:
-    return path.is_file() and (os.name == "nt" or os.access(path, os.X_OK))
-
-
-def wheel_bin_dirs() -> list[Path]:
-    """The folders where NVIDIA's wheels installed in this Python environment put executables."""
-    roots: list[str] = []
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.submodule_search_locations:
-        roots += list(spec.submodule_search_locations)
-    for entry in sys.path:  # a namespace package is found on sys.path; also check each entry directly
-        if entry and os.path.isdir(os.path.join(entry, "nvidia")):
-            roots.append(os.path.join(entry, "nvidia"))
-    out: list[Path] = []
-    for root in dict.fromkeys(roots):
-        for parts in WHEEL_BIN_DIRS:
-            d = Path(root, *parts[1:])
-            for sub in ((d, d / "x86_64", d / "x64") if os.name == "nt" else (d,)):
-                if sub.is_dir() and sub not in out:
-                    out.append(sub)
-    return out
-
-
-def _toolkit_bin_dirs() -> list[Path]:
-    out = []
-    for var in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(var):
-            out.append(Path(os.environ[var]) / "bin")
-    if os.name != "nt":
-        def version(p: str) -> tuple[int, ...]:
-            return tuple(int(n) for n in re.findall(r"\d+", Path(p).name)) or (1 << 30,)
-        out += [Path(p) / "bin" for p in sorted(glob.glob("/usr/local/cuda*"), key=version, reverse=True)]
-    return out
-
-
-def search_places() -> list[tuple[str, list[Path] | None]]:
-    """Where find_disassembler looks, in order: (what, folders); folders None means PATH."""
-    return [("wheels", wheel_bin_dirs()), ("PATH", None), ("CUDA toolkit", _toolkit_bin_dirs())]
-
-
-def _find_in(tool: str, dirs: list[Path] | None) -> Disassembler | None:
-    if dirs is None:
-        found = shutil.which(tool)
-        return Disassembler(tool, found) if found else None
-    for d in dirs:
-        for name in _exe_names(tool):
-            if _executable(d / name):
-                return Disassembler(tool, str(d / name))
-    return None
-
-
-def find_tool(tool: str) -> Disassembler | None:
-    """`tool` ('nvdisasm' or 'cuobjdump') at the first place of search_places() that has it, or None."""
-    for _, dirs in search_places():
-        found = _find_in(tool, dirs)
-        if found:
-            return found
-    return None
-
-
-@functools.cache
-def find_disassembler() -> Disassembler | None:
-    """The disassembler to use, or None when there is none: at each place of search_places() in turn,
-    nvdisasm first, then cuobjdump. Cached for the process (find_disassembler.cache_clear() forgets it)."""
-    for _, dirs in search_places():
-        for tool in TOOLS:
-            found = _find_in(tool, dirs)
-            if found:
-                return found
-    return None
-
-
-# --- running it ------------------------------------------------------------------------------------
-
-def _clean_env() -> dict[str, str]:
-    env = {"LC_ALL": "C"}
-    if os.name == "nt":  # Windows programs need these to start
-        for key in ("SYSTEMROOT", "SystemRoot", "WINDIR"):
-            if key in os.environ:
-                env[key] = os.environ[key]
-    return env
-
-
-def command(tool: Disassembler, cubin_path: str) -> list[str]:
-    """The command line: nvdisasm without its data-flow pass (-ndf: faster, and it names branch targets,
-    which nothing here reads), cuobjdump with the SASS and the resource usage (registers, stack)."""
-    if tool.tool == "nvdisasm":
-        return [tool.path, "-ndf", cubin_path]
-    return [tool.path, "-sass", "-res-usage", cubin_path]
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the tool and anything it started (it leads its own process group on POSIX). Only while it has
-    not been reaped: until then its id, the group's id, cannot name another process."""
-    if proc.poll() is not None:
-        return
-    if os.name == "nt":
-        try:
-            proc.kill()
-        except OSError:  # it ended meanwhile
-            pass
-    else:
-        kill_group(proc.pid)
-
-
-def disassemble(cubin: bytes, tool: Disassembler, *, timeout_s: float | None = None,
-                max_bytes: int | None = None) -> str:
-    """The listing `tool` prints for `cubin`. Raises DisassemblyError when the cubin is over MAX_CUBIN_BYTES,
-    the tool cannot start, exits non-zero, runs past `timeout_s` (default TIMEOUT_S) or prints more than
-    `max_bytes` (default MAX_OUTPUT_BYTES). The tool runs in a session of its own (POSIX), so that a kill
-    reaches whatever it started."""
-    timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
-    max_bytes = MAX_OUTPUT_BYTES if max_bytes is None else max_bytes
-    if len(cubin) > MAX_CUBIN_BYTES:
-        raise DisassemblyError(f"the cubin is {len(cubin)} bytes (over {MAX_CUBIN_BYTES})")
-    with tempfile.TemporaryDirectory(prefix="grader-sass-") as tmp:
-        path = os.path.join(tmp, "kernel.cubin")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(cubin)
-        try:
-            proc = subprocess.Popen(command(tool, path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=_clean_env(), cwd=tmp, close_fds=True,
-                                    start_new_session=os.name != "nt")
-        except OSError as err:
-            raise DisassemblyError(f"{tool.tool} could not be started: {err}") from None
-        chunks: list[bytes] = []
-        over = threading.Event()
-
-        def pump() -> None:
-            total = 0
-            while True:
-                chunk = proc.stdout.read1(1 << 16)
-                if not chunk:
-                    return
-                total += len(chunk)
-                if total > max_bytes:
-                    over.set()
-                    _kill(proc)
-                    continue  # drain until the pipe closes
-                chunks.append(chunk)
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            proc.wait()
-            reader.join(5)
-            raise DisassemblyError(f"{tool.tool} ran for more than {timeout_s:g} s") from None
-        reader.join(min(timeout_s, 5.0))  # what is left in the pipe once the tool has exited is read at once
-        if reader.is_alive():  # something the tool started still holds its output open: kill it, not waited for
-            kill_group(proc.pid)
-            raise DisassemblyError(f"{tool.tool}'s output did not end when it exited")
-        proc.stdout.close()
-        if over.is_set():
-            raise DisassemblyError(f"{tool.tool} printed more than {max_bytes} bytes")
-        if rc != 0:
-            raise DisassemblyError(f"{tool.tool} exited with status {rc}")
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 # --- parsing ---------------------------------------------------------------------------------------
 
 def parse_nvdisasm(text: str) -> Listing:
@@ -416,12 +185,9 @@ def parse_nvdisasm(text: str) -> Listing:
     and EIATTR_REGCOUNT / EIATTR_FRAME_SIZE from .nv.info."""
     functions: dict[str, list[Instruction]] = {}
     declared: set[str] = set()
-    registers: dict[str, int] = {}
-    frames: dict[str, int] = {}
+    info = _NvInfo()
     section = ""
     current: str | None = None
-    attr: str | None = None
-    index: str | None = None
     arch = None
     for line in text.splitlines():
         if arch is None:
@@ -431,38 +197,69 @@ def parse_nvdisasm(text: str) -> Listing:
                 continue
         m = _SECTION.match(line)
         if m:
-            section, current, attr, index = m.group(1), None, None, None
-            continue
-        if section.startswith(".nv.info"):
-            a = _NVINFO_ATTR.search(line)
-            if a:
-                attr, index = a.group(1), None
-                continue
-            if attr in ("EIATTR_REGCOUNT", "EIATTR_FRAME_SIZE"):
-                i = _NVINFO_INDEX.search(line)
-                if i:
-                    index = i.group(1)
-                    continue
-                w = _NVINFO_WORD.search(line)
-                if w and index:
-                    (registers if attr == "EIATTR_REGCOUNT" else frames)[index] = int(w.group(1), 16)
-                    attr = index = None
-            continue
-        if not section.startswith(".text"):
-            continue
-        t = _TYPE_FUNC.match(line)
-        if t:
-            declared.add(t.group(1))
-            continue
-        lab = _LABEL.match(line)
-        if lab:
-            if lab.group(1) in declared:
-                current = lab.group(1)
-                functions.setdefault(current, [])
-            continue
-        ins = _INSTR.match(line)
-        if ins and current is not None:
-            functions[current].append(Instruction(ins.group(3), ins.group(4).strip(), (ins.group(2) or "").strip()))
+            section, current = m.group(1), None
+            info.attr = info.index = None
+        elif section.startswith(".nv.info"):
+            info.read(line)
+        elif section.startswith(".text"):
+            current = _text_line(line, current, declared, functions)
+    return Listing("nvdisasm", {k: tuple(v) for k, v in functions.items()}, _callees(functions), info.registers,
+                   info.frames, arch)
+
+
+class _NvInfo:
+    """EIATTR_REGCOUNT and EIATTR_FRAME_SIZE per function, from nvdisasm's .nv.info sections: the attribute
+    being read (`attr`) and the function it is for (`index`), until its value."""
+
+    def __init__(self) -> None:
+        self.registers: dict[str, int] = {}
+        self.frames: dict[str, int] = {}
+        self.attr: str | None = None
+        self.index: str | None = None
+
+    def read(self, line: str) -> None:
+        a = _NVINFO_ATTR.search(line)
+        if a:
+            self.attr, self.index = a.group(1), None
+            return
+        if self.attr in ("EIATTR_REGCOUNT", "EIATTR_FRAME_SIZE"):
+            i = _NVINFO_INDEX.search(line)
+            if i:
+                self.index = i.group(1)
+                return
+            w = _NVINFO_WORD.search(line)
+            if w and self.index:
+                (self.registers if self.attr == "EIATTR_REGCOUNT" else self.frames)[self.index] = int(w.group(1), 16)
+                self.attr = self.index = None
+
+
+def _text_line(line: str, current: str | None, declared: set[str], functions: dict[str, list[Instruction]]
+               ) -> str | None:
+    """One line of a .text section of nvdisasm's listing: `.type NAME,@function` declares a function, its label
+    starts it, an instruction goes to the function started last. The function being read after the line."""
+    t = _TYPE_FUNC.match(line)
+    if t:
+        declared.add(t.group(1))
+        return current
+    lab = _LABEL.match(line)
+    if lab:
+        if lab.group(1) in declared:
+            current = lab.group(1)
+            functions.setdefault(current, [])
+        return current
+    ins = _INSTR.match(line)
+    if ins and current is not None:
+        functions[current].append(_instruction(ins))
+    return current
+
+
+def _instruction(m: re.Match) -> Instruction:
+    """The Instruction of an _INSTR match."""
+    return Instruction(m.group(3), m.group(4).strip(), (m.group(2) or "").strip())
+
+
+def _callees(functions: dict[str, list[Instruction]]) -> dict[str, tuple[str, ...]]:
+    """The CALL targets of each function, each once, in order."""
     callees = {}
     for name, body in functions.items():
         targets = []
@@ -472,7 +269,7 @@ def parse_nvdisasm(text: str) -> Listing:
                 if c and c.group(1) not in targets:
                     targets.append(c.group(1))
         callees[name] = tuple(targets)
-    return Listing("nvdisasm", {k: tuple(v) for k, v in functions.items()}, callees, registers, frames, arch)
+    return callees
 
 
 def parse_cuobjdump(text: str) -> Listing:
@@ -507,7 +304,7 @@ def parse_cuobjdump(text: str) -> Listing:
             continue
         ins = _INSTR.match(line)
         if ins and current is not None:
-            functions[current].append(Instruction(ins.group(3), ins.group(4).strip(), (ins.group(2) or "").strip()))
+            functions[current].append(_instruction(ins))
     return Listing("cuobjdump", {k: tuple(v) for k, v in functions.items()}, {k: () for k in functions},
                    registers, frames, arch)
 
@@ -684,67 +481,82 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
     names = reachable(listing, mangled)
     if not names:
         return None
-    loads: Counter[str] = Counter()
-    stores: Counter[str] = Counter()
-    mufu: Counter[str] = Counter()
-    local_loads = local_stores = exp_rcp = 0
-    sequences: set[str] = set()
-    called: dict[str, str] = {}  # routine -> the function the CALL names
-    dividing: set[str] = set()  # functions with a division sequence in their body
-    floats: set[int] = set()
-    doubles: set[int] = set()
-    count = 0
-    sizes = []
+    tally = _Tally()
     for name in names:
-        body = [i for i in listing.functions[name] if i.root != "NOP"]
-        count += len(body)
-        ends = [n for n, i in enumerate(body) if i.root in ("EXIT", "RET")]
-        sizes.append((name, ends[-1] + 1 if ends else len(body)))
-        for ins in body:
-            root = ins.root
-            if root in _GLOBAL_LOADS or root in _BULK_LOADS:
-                loads[ins.opcode] += 1
-            elif root in _GLOBAL_STORES:
-                stores[ins.opcode] += 1
-            elif root == "LDL":
-                local_loads += 1
-            elif root == "STL":
-                local_stores += 1
-            elif root == "MUFU":
-                mufu[ins.opcode.split(".")[1] if "." in ins.opcode else ins.opcode] += 1
-            elif root == "CALL":
-                target = _CALL_TARGET.search(ins.operands)
-                r = DIVISION_ROUTINE.fullmatch(target.group(1)) if target else None
-                if r:
-                    called.setdefault(r.group(1), target.group(1))
-        starts = division_starts(body)
-        sequences |= starts
-        if starts:
-            dividing.add(name)
-        f, d = _constants(body)
-        floats |= f
-        doubles |= d
-        exp_rcp += _exp_reciprocals(body)
+        tally.add(name, [i for i in listing.functions[name] if i.root != "NOP"])
     return SassFacts(
         tool=listing.tool,
         functions=names,
-        instructions=count,
+        instructions=tally.count,
         global_loads=tuple(MemoryOp(op, None if op.split(".")[0] in _BULK_LOADS else _width(op), n)
-                           for op, n in sorted(loads.items())),
-        global_stores=tuple(MemoryOp(op, _width(op), n) for op, n in sorted(stores.items())),
-        local_loads=local_loads,
-        local_stores=local_stores,
-        division_routines=tuple(sorted(r for r, f in called.items() if f in dividing)),
-        division_sequences=tuple(sorted(sequences)),
-        mufu=tuple(sorted(mufu.items())),
-        exp_reciprocals=exp_rcp,
-        float_constants=frozenset(floats),
-        double_constants=frozenset(doubles),
+                           for op, n in sorted(tally.loads.items())),
+        global_stores=tuple(MemoryOp(op, _width(op), n) for op, n in sorted(tally.stores.items())),
+        local_loads=tally.local_loads,
+        local_stores=tally.local_stores,
+        division_routines=tuple(sorted(r for r, f in tally.called.items() if f in tally.dividing)),
+        division_sequences=tuple(sorted(tally.sequences)),
+        mufu=tuple(sorted(tally.mufu.items())),
+        exp_reciprocals=tally.exp_rcp,
+        float_constants=frozenset(tally.floats),
+        double_constants=frozenset(tally.doubles),
         registers=listing.registers.get(mangled),
         stack_frame=listing.stack_frames.get(mangled),
-        function_sizes=tuple(sizes),
+        function_sizes=tuple(tally.sizes),
         arch=listing.arch,
     )
+
+
+@dataclass
+class _Tally:
+    """What `facts` counts over the functions it reads (SassFacts' fields, as counters and sets)."""
+
+    loads: Counter[str] = field(default_factory=Counter)
+    stores: Counter[str] = field(default_factory=Counter)
+    mufu: Counter[str] = field(default_factory=Counter)
+    local_loads: int = 0
+    local_stores: int = 0
+    exp_rcp: int = 0
+    sequences: set[str] = field(default_factory=set)
+    called: dict[str, str] = field(default_factory=dict)  # routine -> the function the CALL names
+    dividing: set[str] = field(default_factory=set)  # functions with a division sequence in their body
+    floats: set[int] = field(default_factory=set)
+    doubles: set[int] = field(default_factory=set)
+    count: int = 0
+    sizes: list[tuple[str, int]] = field(default_factory=list)
+
+    def add(self, name: str, body: list[Instruction]) -> None:
+        """Count function `name`'s instructions (NOPs left out)."""
+        self.count += len(body)
+        ends = [n for n, i in enumerate(body) if i.root in ("EXIT", "RET")]
+        self.sizes.append((name, ends[-1] + 1 if ends else len(body)))
+        for ins in body:
+            self._instruction(ins)
+        starts = division_starts(body)
+        self.sequences |= starts
+        if starts:
+            self.dividing.add(name)
+        f, d = _constants(body)
+        self.floats |= f
+        self.doubles |= d
+        self.exp_rcp += _exp_reciprocals(body)
+
+    def _instruction(self, ins: Instruction) -> None:
+        root = ins.root
+        if root in _GLOBAL_LOADS or root in _BULK_LOADS:
+            self.loads[ins.opcode] += 1
+        elif root in _GLOBAL_STORES:
+            self.stores[ins.opcode] += 1
+        elif root == "LDL":
+            self.local_loads += 1
+        elif root == "STL":
+            self.local_stores += 1
+        elif root == "MUFU":
+            self.mufu[ins.opcode.split(".")[1] if "." in ins.opcode else ins.opcode] += 1
+        elif root == "CALL":
+            target = _CALL_TARGET.search(ins.operands)
+            r = DIVISION_ROUTINE.fullmatch(target.group(1)) if target else None
+            if r:
+                self.called.setdefault(r.group(1), target.group(1))
 
 
 def sass_facts(cubin: bytes, mangled: str, tool: Disassembler | None = None) -> SassFacts | None:

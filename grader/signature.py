@@ -258,7 +258,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
     float/double. A type the text cannot classify (a typedef, a macro) is judged by the compiled kernel
     alone. Raises SubmissionError(stage "contract") printing both lists on any mismatch.
     """
-    from grader.errors import SubmissionError
+    from grader.errors import Stage, SubmissionError
 
     if written is not None and len(written) != len(compiled):
         written = None
@@ -299,7 +299,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
             f".{t} ({s} bytes)" for t, s in compiled) + ")"
         declared = "declared in the // grade: block" if "params" in c.declared else "the page's default"
         raise SubmissionError(
-            "contract",
+            Stage.CONTRACT,
             f"{kernel}: parameter list does not match the launch: {problems[0]}",
             details=f"  kernel:   {have}\n  expected: {kernel}{c.signature()}   ({declared})\n"
             "  Fix the kernel, or declare its parameters with `// grade: params = ...` (README).",

@@ -118,17 +118,25 @@ def gpu():
         pytest.skip(f"no CUDA GPU: {err}")
 
 
-def benchmark_module(name: str):
-    """benchmarks/NAME.py imported as module NAME, for a fixture: `yield from benchmark_module("fuzz_lexer")`.
-    It is in sys.modules while in use (a benchmark's dataclasses look their module up there)."""
+def load_benchmark(name: str):
+    """benchmarks/NAME.py imported as module NAME (and put in sys.modules: a benchmark's dataclasses look their
+    module up there), for a test that uses it once."""
     import importlib.util
     import sys
 
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def benchmark_module(name: str):
+    """load_benchmark(NAME) for a fixture, taken out of sys.modules after it: `yield from
+    benchmark_module("fuzz_lexer")`."""
+    import sys
+
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield load_benchmark(name)
     finally:
         sys.modules.pop(name, None)

@@ -5,7 +5,6 @@ refuse to print a figure without a GPU."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import math
@@ -22,7 +21,7 @@ from grader.report import CompileSummary, GradeReport
 from grader.timing import TimedRow
 from grader.verify import Verification, compare
 
-from conftest import ROOT, SUBMISSIONS
+from conftest import SUBMISSIONS, load_benchmark
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 
@@ -199,13 +198,6 @@ def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
 
 
 # --- benchmarks without a GPU ----------------------------------------------------------------------------
-def load_benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("name", ["batch_throughput", "stability", "reference_perf", "rope_perf", "grade_speed",
                                   "hint_check", "ncu_record"])
 def test_benchmarks_exit_3_without_a_gpu_and_print_no_figure(name, tmp_path, monkeypatch, capsys):

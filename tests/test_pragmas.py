@@ -42,6 +42,15 @@ REFUSED = [
     ("#if #machine(x86_64)\n" + RESET + "#endif\n", "#", "GCC assertion"),
     ("#if 0\n#elif %:cpu(x86_64)\n" + RESET + "#endif\n", "%:", "GCC assertion"),
     ("#if /* a comment\n */ #system(linux)\n#endif\n", "#", "GCC assertion"),
+    # reserved names only one of nvcc's preprocessor and NVRTC defines (the oracle's known gaps of issue 19)
+    ("#ifdef __GNUC__\n" + RESET + "#endif\n", "__GNUC__", "NVRTC does not"),
+    ("#if defined(__linux__) && __x86_64__\n" + RESET + "#endif\n", "__linux__", "another branch"),
+    ("#ifndef __CUDACC_RTC__\n" + RESET + "#endif\n", "__CUDACC_RTC__", "NVRTC defines"),
+    ("#undef SCALE\n#define SCALE (float)__COUNTER__\n", "__COUNTER__", "NVRTC does not"),
+    ("#define IS_GNU defined(__GNUC__)\n#if IS_GNU\n" + RESET + "#endif\n", "__GNUC__", "NVRTC does not"),
+    ("__device__ const char* when = __TIMESTAMP__;\n", "__TIMESTAMP__", "NVRTC does not"),
+    ("#define F(a, ...) a __VA_OPT__(+) __VA_ARGS__\n", "__VA_OPT__", "two macros"),
+    ("#if __x8\\\n6_64__\n#endif\n", "__x86_64__", "NVRTC does not"),
 ]
 
 # Read alike by g++ and NVRTC (the same machine code: tests/test_nvcc_oracle.py)
@@ -55,6 +64,11 @@ ALLOWED = [
     '#define S(x) #x\n', "#if defined(SCALE) && 2 > 1\n#endif\n",
     "// #pragma push_macro(\"SCALE\")\n", '/* _Pragma(x) */\n',
     'constexpr char s[] = "_Pragma(#x) #pragma pop_macro";\n',
+    # reserved names both define, or in a comment or a literal
+    "#if __CUDA_ARCH__ >= 900 && defined(__CUDACC__) && __cplusplus >= 201703L\n#endif\n",
+    "__device__ __forceinline__ float twice(float v) { return 2.0f * v; }\n", "#if __LINE__ > 1\n#endif\n",
+    "// #ifdef __GNUC__\n", 'constexpr char names[] = "__GNUC__ __COUNTER__";\n',
+    "#define GNU_ish 1\nconstexpr int __gnuc_not_a_macro = 0;\n",
 ]
 
 

@@ -11,13 +11,11 @@ against the headers it was read from. Tests that need g++ or nvcc skip with the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from grader.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_
 from grader.program import extract
 from grader.source import prepare
 
-from conftest import ROOT
+from conftest import ROOT, benchmark_module
 
 GXX = shutil.which("g++")
 NVCC = shutil.which("nvcc")
@@ -244,12 +242,7 @@ def test_only_the_names_a_whole_program_uses_are_defined():
 
 @pytest.fixture(scope="module")
 def generator():
-    spec = importlib.util.spec_from_file_location("host_macros", ROOT / "benchmarks" / "host_macros.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["host_macros"] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["host_macros"]
+    yield from benchmark_module("host_macros")
 
 
 @needs_nvcc
@@ -261,3 +254,18 @@ def test_host_macros_are_the_headers_macros(generator):
                     f"from ({stored['toolchain']}): run python benchmarks/host_macros.py to compare")
     assert fresh == stored
     assert {"EOF", "M_PI", "INT_MAX", "stdin"} <= set(stored["implicit"]) and "UINT64_C" in stored["headers"]["cstdint"]
+
+
+def test_the_names_only_one_preprocessor_defines_hold_for_this_nvrtc():
+    # grader.pragmas refuses host_macros.json's nvcc_only and nvrtc_only names, read with one NVRTC; the NVRTC
+    # installed here (PyPI's newest in CI, 13.0 on the GPU image) must agree, or the refusals are out of date.
+    from grader.predefined import nvrtc_defines
+
+    data = json.loads((ROOT / "grader" / "host_macros.json").read_text())
+    nvcc_only, nvrtc_only = frozenset(data["nvcc_only"]), frozenset(data["nvrtc_only"])
+    defined = nvrtc_defines(nvcc_only | nvrtc_only)
+    if defined is None:
+        pytest.skip("NVRTC cannot be asked here (not installed, or no sandbox)")
+    assert "__GNUC__" in nvcc_only and "__CUDACC_RTC__" in nvrtc_only and "__CUDA_ARCH__" not in nvcc_only
+    assert not defined & nvcc_only, sorted(defined & nvcc_only)
+    assert nvrtc_only <= defined, sorted(nvrtc_only - defined)

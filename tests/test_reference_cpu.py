@@ -284,13 +284,9 @@ def test_predictions_without_timing_are_not_measured():
 
 def _benchmark_on_fake_gpu(name: str, monkeypatch):
     """benchmarks/{name}.py loaded as a module, with open_gpu giving a FakeGpu."""
-    import importlib.util
+    from conftest import load_benchmark
 
-    from conftest import ROOT
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark(name)
     monkeypatch.setattr(module, "open_gpu", lambda: FakeGpu())
     return module
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import SUBMISSIONS, ended
 
-from grader import exercise, sass
+from grader import exercise, sass, sass_disassembler
 from grader.compile import compile_kernels
 from grader.hints import code_hints, register_limited_warps, sass_hints
 from grader.sass import Disassembler, DisassemblyError
@@ -403,8 +403,8 @@ def test_a_failing_disassembler_falls_back_to_the_ptx(tmp_path, monkeypatch, bod
     tool = Disassembler("nvdisasm", str(fake_tool(tmp_path, "nvdisasm", body)))
     with pytest.raises(DisassemblyError, match=reason):
         sass.disassemble(b"\x7fELF", tool, timeout_s=1.0, max_bytes=1 << 16)
-    monkeypatch.setattr(sass, "TIMEOUT_S", 1.0)
-    monkeypatch.setattr(sass, "MAX_OUTPUT_BYTES", 1 << 16)
+    monkeypatch.setattr(sass_disassembler, "TIMEOUT_S", 1.0)
+    monkeypatch.setattr(sass_disassembler, "MAX_OUTPUT_BYTES", 1 << 16)
     monkeypatch.setattr(sass, "find_disassembler", lambda: tool)
     cubin, ptx, info = build("mod_cols.cu")
     hs = code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin)
@@ -431,7 +431,7 @@ def test_garbage_output_gives_no_facts(tmp_path):
 @posix_only
 def test_the_tool_runs_on_a_private_copy_with_a_clean_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_SECRET_FOR_TEST", "do-not-pass")
-    monkeypatch.setattr(sass.tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(sass_disassembler.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     script = 'env; echo "ARGS $*"; ls -ld "$(dirname "$2")" "$2" | cut -c1-10; pwd; cat "$2"'
     tool = Disassembler("nvdisasm", str(fake_tool(tmp_path / "bin", "nvdisasm", script)))
@@ -441,12 +441,12 @@ def test_the_tool_runs_on_a_private_copy_with_a_clean_environment(tmp_path, monk
     assert args.startswith("ARGS -ndf ") and args.endswith("/kernel.cubin")
     assert "drwx------" in out and "-rw-------" in out and "CUBIN-BYTES" in out
     assert list((tmp_path / "tmp").iterdir()) == []  # the private folder is gone
-    assert sass.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == ["/x/cuobjdump", "-sass", "-res-usage",
+    assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == ["/x/cuobjdump", "-sass", "-res-usage",
                                                                                   "k.cubin"]
 
 
 def test_a_cubin_over_the_limit_is_not_disassembled(monkeypatch):
-    monkeypatch.setattr(sass, "MAX_CUBIN_BYTES", 10)
+    monkeypatch.setattr(sass_disassembler, "MAX_CUBIN_BYTES", 10)
     with pytest.raises(DisassemblyError, match="over 10"):
         sass.disassemble(b"x" * 11, Disassembler("nvdisasm", "/nonexistent/nvdisasm"))
     with pytest.raises(DisassemblyError, match="could not be started"):
@@ -460,14 +460,14 @@ def test_wheel_layouts_are_searched(tmp_path, monkeypatch, layout):
     folder = tmp_path.joinpath(*layout)
     fake_tool(folder, "nvdisasm", "exit 0")
     monkeypatch.setattr(sys, "path", [str(tmp_path)] + sys.path)
-    assert folder in sass.wheel_bin_dirs()
+    assert folder in sass_disassembler.wheel_bin_dirs()
 
 
 @posix_only
 def test_search_order_and_preference(tmp_path, monkeypatch):
     wheels, path_dir, toolkit = tmp_path / "w", tmp_path / "p", tmp_path / "t"
     places = [("wheels", [wheels]), ("PATH", None), ("CUDA toolkit", [toolkit / "bin"])]
-    monkeypatch.setattr(sass, "search_places", lambda: places)
+    monkeypatch.setattr(sass_disassembler, "search_places", lambda: places)
     monkeypatch.setenv("PATH", str(path_dir))
     sass.find_disassembler.cache_clear()
     try:
@@ -489,7 +489,7 @@ def test_search_order_and_preference(tmp_path, monkeypatch):
 def test_toolkit_folders(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_PATH", str(tmp_path / "a"))
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "b"))
-    dirs = sass._toolkit_bin_dirs()
+    dirs = sass_disassembler._toolkit_bin_dirs()
     assert dirs[:2] == [tmp_path / "a" / "bin", tmp_path / "b" / "bin"]
     if os.name != "nt":
         assert all(str(d).startswith("/usr/local/cuda") for d in dirs[2:])
