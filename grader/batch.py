@@ -24,336 +24,102 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader import gradebook as gb
-from grader import sandbox
+from grader import discovery, gradebook as gb, pool, protocol, sandbox, worker
+from grader.classpage import write_page
+from grader.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover, parse_shard,  # noqa: F401
+                              read_exports, shard, unique_ids)
 from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
                            Interrupted, Stage, WorkerStartError, exit_codes_help)
-from grader.classpage import write_page
 from grader.feedback import REPORTS_DIR, write_report
 from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-from grader.gradescope_export import METADATA_NAME, Submitter, read_metadata
+from grader.gradescope_export import METADATA_NAME
 from grader.options import HelpFormatter, arch_type, positive_number, positive_seconds, seed_type
 from grader.pool import Progress, Slot, child_env, item_error, run_jobs
+from grader.protocol import (DEFAULT_COMPILE_LIMIT, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_RUN_LIMIT, BatchSettings,
+                             Item)
 from grader.report import GradeReport
-from grader.source import MAX_SOURCE_BYTES, read_capped, safe_source_name
-from grader.text import name_text, printable
-DEFAULT_COMPILE_LIMIT = 60.0
-"""Seconds NVRTC may take on one submission (the examples compile in under a second)."""
-DEFAULT_RUN_LIMIT = 120.0
-"""Seconds for start-up (imports, CUDA context) and, separately, for verification plus timing (the timer
-stops itself after about 20 s, twice that for a borderline kernel)."""
-DEFAULT_MEMORY_LIMIT_GIB = 16.0
-"""Resident memory a worker may use (a grading takes well under 1 GiB of host memory; NVRTC on an exploding
-template grows by hundreds of MiB a second)."""
+from grader.text import printable
+
 PROBE_TIMEOUT = 120.0
-PROBE_COMMAND = [sys.executable, "-m", "grader.worker", "--probe"]
-RESULT_SOURCES = ("*.py", "kernels/*.cu")
-NOT_RESULT_SOURCES = {"batch.py", "pool.py", "gradebook.py", "worker.py", "cli.py"}
-"""Grader files whose digest is part of the resume key: a change to any of them regrades (the batch's own
-files are left out: they do not change a grade)."""
-
-
-# --- finding submissions -------------------------------------------------------------------------------
-SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp")
-ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".zip", ".tar", ".gz", ".7z", ".rar")
-"""Files that look like a submission but are not a .cu file (case ignored): each gets an input-error row
-naming the fix, so no student is silently missing (module docstring)."""
-LINK_REFUSED = "a link, not followed"
-
-
-@dataclass
-class Item:
-    """One submission to grade: `id` (escaped: grader.text.printable), `path` as given, escaped the same way
-    (shown in outputs), `real` (resolved, inside its student's folder: the file the worker reads), `name` (the
-    safe file name the worker grades it under), its bytes' `sha256`, and `problem` (a reason it cannot be
-    graded, found before reading: then it becomes an error row without a worker); `stray`: a source file or
-    archive that is not a .cu file (its problem says so)."""
-
-    id: str
-    path: str
-    real: Path | None = None
-    name: str = "submission.cu"
-    sha256: str | None = None
-    problem: str | None = None
-    key: str = ""
-    stray: bool = False
-    submitters: list[Submitter] = field(default_factory=list)
-    submitted_at: str = ""
-
-
-def discover(paths: list[str], exclude: Path | None = None) -> list[Item]:
-    """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids). A class
-    folder's entry that is the folder `exclude` (the batch's own --out, kept inside the class folder) is no
-    student.
-
-    Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu
-    file or that cannot be read, a file that is not a regular file or is over the size cap, a source file or
-    archive that is not a .cu file each become an Item with `problem` set. Every id and path is escaped
-    (grader.text.printable: a byte of a name that is not UTF-8 as `\\xe9`, a newline as `\\n`).
-    """
-    items: list[Item] = []
-    for raw in paths:
-        p = Path(raw)
-        try:
-            items.extend(_discover_path(p, raw, exclude.resolve() if exclude is not None else None))
-        except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
-            items.append(Item(id=_id(p.stem or raw), path=_shown(raw), problem=_unreadable(raw, err)))
-    unique_ids(items)
-    return sorted(items, key=lambda it: it.id)
-
-
-def _shown(path: str | Path) -> str:
-    """A path or name as outputs show it (grader.text.name_text)."""
-    return name_text(str(path))
-
-
-def _id(name: str) -> str:
-    """The id of a submission named `name` (a file's stem, a folder's name), escaped (_shown)."""
-    return _shown(name)
-
-
-def _discover_path(p: Path, raw: str, exclude: Path | None = None) -> list[Item]:
-    """The items of one PATH given to `grade batch` (discover). Raises OSError when it cannot be read."""
-    if p.is_symlink():  # `grade batch uploads/*` names each upload: a link there could point at another's
-        return [Item(id=_id(_stem(p.name) or raw), path=_shown(raw),
-                     problem=f"{_shown(raw)}: {LINK_REFUSED}; give the real path to grade it")]
-    if not p.exists():
-        return [Item(id=_id(p.stem or raw), path=_shown(raw), problem=f"{_shown(raw)}: no such file or folder")]
-    if not p.is_dir():
-        stray = _stray_problem(p)
-        if stray:
-            return [Item(id=_id(_stem(p.name)), path=_shown(p), problem=stray, stray=True)]
-        return [_file_item(p, _id(p.stem), p.parent.resolve(), "its folder")]
-    return _class_folder(p, exclude)
-
-
-def _class_folder(folder: Path, exclude: Path | None = None) -> list[Item]:
-    """The items of a class folder: one per `.cu` file, student folder, link (refused) and stray source
-    file or archive (refused); a stray file is left out when a `.cu` file or folder of its stem is there (the
-    student has a submission: `alice.zip` beside the unpacked `alice/`). Raises OSError when `folder` cannot
-    be listed."""
-    items, strays = [], []
-    root = folder.resolve()
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or (exclude is not None and not entry.is_symlink() and entry.resolve() == exclude):
-            continue
-        try:
-            if entry.is_symlink():
-                if entry.is_dir() or entry.name.lower().endswith(".cu") or _stray_suffix(entry.name):
-                    items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry),
-                                      problem=f"{_shown(entry)}: {LINK_REFUSED}; hand in the file itself (a "
-                                      "link in the class folder could point at another student's files)"))
-            elif entry.is_dir():
-                items.append(_student_folder(entry))
-            elif entry.name.lower().endswith(".cu"):
-                items.append(_file_item(entry, _id(entry.stem), root, "the class folder"))
-            elif _stray_suffix(entry.name):
-                strays.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_stray_problem(entry),
-                                   stray=True))
-        except OSError as err:  # one entry that cannot be examined is one error row, not a lost class
-            items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_unreadable(entry, err)))
-    handed_in = {it.id for it in items}
-    return items + [it for it in strays if it.id not in handed_in]
-
-
-def _stray_suffix(name: str) -> str | None:
-    """The suffix (lower case) of a file named `name` that looks like a submission but is not a .cu file
-    (SOURCE_SUFFIXES, ARCHIVE_SUFFIXES), or None."""
-    low = name.lower()
-    return next((s for s in (*ARCHIVE_SUFFIXES, *SOURCE_SUFFIXES) if low.endswith(s) and len(low) > len(s)), None)
-
-
-def _stem(name: str) -> str:
-    """`name` without its suffix: an archive's whole suffix (`alice.tar.gz` -> `alice`), else Path.stem."""
-    suffix = _stray_suffix(name)
-    return name[: -len(suffix)] if suffix in ARCHIVE_SUFFIXES else Path(name).stem
-
-
-def _stray_problem(p: Path) -> str | None:
-    """The problem of a file at `p` that looks like a submission but is not a .cu file, naming the fix; None
-    for any other file."""
-    suffix = _stray_suffix(p.name)
-    if suffix in ARCHIVE_SUFFIXES:
-        return f"{_shown(p)}: an archive; unpack it into a folder of its own (one folder per student) and grade again"
-    if suffix:
-        return f"{_shown(p)}: not a .cu file; rename it {_shown(_stem(p.name))}.cu if it is your kernel"
-    return None
-
-
-def unique_ids(items: list[Item]) -> None:
-    """Give every item a distinct id, in place: the first item of an id keeps it, the next ones get `~2`,
-    `~3`, ... skipping every suffixed id that an item already has as its own name (`y/`, `y.cu` and `y~2/`
-    become y, y~3 and y~2), so no two rows share an id and `grade merge` keeps every student."""
-    taken = {it.id for it in items}
-    next_suffix: dict[str, int] = {}
-    seen: set[str] = set()
-    for it in items:
-        if it.id in seen:
-            n = next_suffix.get(it.id, 2)
-            while f"{it.id}~{n}" in taken:
-                n += 1
-            next_suffix[it.id] = n + 1
-            it.id = f"{it.id}~{n}"
-            taken.add(it.id)
-        seen.add(it.id)
-
-
-def read_exports(paths: list[str], items: list[Item]) -> dict[str, dict[str, int]]:
-    """Name the submitters of the items found in each folder of `paths` that is a Gradescope export (holds
-    METADATA_NAME: grader.gradescope_export), in place: an item whose path is one of the export's submission
-    folders gets its submitters and submitted_at (ids stay the folders' names). Returns, per export folder (as
-    shown), the counts of its entries, of the items it named and of their submitters. Raises InputError when a
-    metadata file cannot be read (grader.gradescope_export.read_metadata)."""
-    found: dict[str, dict[str, int]] = {}
-    for raw in paths:
-        p = Path(raw)
-        if p.is_symlink() or not p.is_dir():
-            continue
-        entries = read_metadata(p)
-        if entries is None:
-            continue
-        root = "" if str(p) == "." else _shown(p) + os.sep  # paths are escaped char by char: prefixes still match
-        named = []
-        for it in items:
-            entry = entries.get(it.path[len(root):].split(os.sep)[0]) if it.path.startswith(root) else None
-            if entry is not None:
-                it.submitters, it.submitted_at = list(entry.submitters), entry.created_at
-                named.append(it)
-        found[_shown(p)] = {"entries": len(entries), "named": len(named),
-                            "submitters": sum(len(it.submitters) for it in named)}
-    return found
-
-
-def _unreadable(shown: str | Path, err: OSError) -> str:
-    """The problem of a file or folder (at `shown`, as found) the batch cannot read (`err` from the
-    operating system)."""
-    where = _shown(err.filename) if err.filename and str(err.filename) != str(shown) else None
-    inside = f" (at {where})" if where else ""
-    return (f"{_shown(shown)}: cannot be read ({err.strerror or err}){inside}; check its permissions (the grader "
-            "must be able to list a student folder and read its .cu file)")
-
-
-def _inside(real: Path, root: Path) -> bool:
-    return real == root or root in real.parents
-
-
-def _student_folder(folder: Path) -> Item:
-    """The one .cu file under `folder` (searched without entering linked folders or hidden ones); a link to
-    a file is followed only to a file inside `folder` itself. A folder without one names what it holds
-    instead: a source file or archive that is not a .cu file, a linked folder that was not entered."""
-    found, strays, linked, errors = [], [], [], []
-    for here, dirs, files in os.walk(folder, onerror=errors.append):  # never enters a linked folder
-        linked.extend(Path(here) / d for d in sorted(dirs) if not d.startswith(".") and (Path(here) / d).is_symlink())
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for f in sorted(files):
-            if f.startswith("."):
-                continue
-            if f.lower().endswith(".cu"):
-                found.append(Path(here) / f)
-            elif _stray_suffix(f):
-                strays.append(Path(here) / f)
-    item = Item(id=_id(folder.name), path=_shown(folder))
-    if errors:  # a folder that cannot be listed may hide the .cu file, or a second one
-        item.problem = _unreadable(folder, errors[0])
-    elif len(found) > 1:
-        listing = ", ".join(_shown(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
-        item.problem = f"{_shown(folder)}: student folder with {len(found)} .cu files ({listing}); expected one"
-    elif not found:
-        instead = [_stray_problem(f) for f in strays[:1]] + [
-            f"{_shown(d)}: a linked folder, not entered; hand in the files themselves" for d in linked[:1]]
-        item.problem = f"{_shown(folder)}: student folder with no .cu file" + "".join(f"; {s}" for s in instead)
-    else:
-        return _file_item(found[0], item.id, folder.resolve(), f"its student folder {_shown(folder)}")
-    return item
-
-
-def _file_item(p: Path, id: str, root: Path, within: str) -> Item:
-    """An Item for the file at `p`, checked without reading beyond the size cap (and not at all if it is a
-    link pointing outside `root`, described as `within` in the problem, not a regular file, or too large)."""
-    shown = _shown(p)
-    item = Item(id=id, path=shown)
-    try:
-        real = p.resolve(strict=True)
-    except (OSError, RuntimeError):
-        item.problem = f"{shown}: a link to nothing, or a link loop"
-        return item
-    if not _inside(real, root):
-        item.problem = f"{shown}: a link pointing outside {within}; refused without reading it"
-        return item
-    try:
-        st = real.stat()
-    except OSError as err:
-        item.problem = _unreadable(p, err)
-        return item
-    if real.is_dir():
-        item.problem = f"{shown}: is a folder, not a .cu file"
-        return item
-    if not real.is_file():
-        item.problem = f"{shown}: not a regular file"
-        return item
-    if st.st_size > MAX_SOURCE_BYTES:
-        item.problem = f"{shown}: {st.st_size} bytes is over the {MAX_SOURCE_BYTES}-byte cap for a submission"
-        return item
-    try:
-        raw = read_capped(real)
-    except OSError as err:
-        item.problem = _unreadable(p, err)
-        return item
-    item.real, item.sha256 = real, hashlib.sha256(raw).hexdigest()
-    name = safe_source_name(p.name)
-    item.name = name if name.strip(".") else "submission.cu"
-    return item
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """'K/N' -> (K, N) with 1 <= K <= N. Raises ValueError."""
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise ValueError(f"--shard {text!r}: write K/N with 1 <= K <= N, e.g. 1/4")
-    return int(m.group(1)), int(m.group(2))
-
-
-def shard(items: list[Item], k: int, n: int) -> list[Item]:
-    """Shard k of n (1-based): items k-1, k-1+n, ... of the list sorted by id. Deterministic: every machine
-    that sees the same folder gets the same slice, and the n slices cover the class exactly once."""
-    ordered = sorted(items, key=lambda it: it.id)
-    return ordered[k - 1 :: n]
+PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]
+RESULT_SUFFIXES = (".py", ".cu", ".json")
+"""The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
+PLUMBING = (pool, worker, gb, protocol, discovery)
+"""The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
 
 
 # --- settings and resume keys --------------------------------------------------------------------------
-def grader_digest() -> str:
-    """sha256 (first 16 hex digits) of the grader files a grade depends on (RESULT_SOURCES)."""
-    base = Path(grader.__file__).parent
+def plumbing_files() -> set[str]:
+    """The paths, relative to grader/ (POSIX), of the batch's own modules (PLUMBING and this one)."""
+    base = Path(grader.__file__).resolve().parent
+    return {Path(f).resolve().relative_to(base).as_posix() for f in (__file__, *(m.__file__ for m in PLUMBING))}
+
+
+def reference_files() -> set[str]:
+    """The files of reference_kernels/ a grading reads, relative to it: reference_kernels.suite (the chain's
+    rows and the profiled child's model answer come from it) and the sources of its chain kernels."""
+    from reference_kernels import suite
+
+    sources = {kd.source for width in suite.WIDTHS for kd in suite.chain_kernels(width).values()}
+    return {Path(suite.__file__).name, *sources}
+
+
+def digest_files(grader_dir: Path, kernels_dir: Path) -> list[tuple[str, Path]]:
+    """(name, path) of every file a grade depends on, sorted by name: each RESULT_SUFFIXES file at any depth
+    under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out) and the
+    reference_files() of `kernels_dir` (names `reference_kernels/...`)."""
+    skipped = plumbing_files()
+    found = []
+    for f in grader_dir.rglob("*"):
+        rel = f.relative_to(grader_dir)
+        if (f.suffix in RESULT_SUFFIXES and f.is_file() and rel.as_posix() not in skipped
+                and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts)):
+            found.append((f"grader/{rel.as_posix()}", f))
+    found += [(f"reference_kernels/{name}", kernels_dir / name) for name in reference_files()]
+    return sorted(found)
+
+
+def grader_digest(grader_dir: Path | None = None, kernels_dir: Path | None = None) -> str:
+    """sha256 (first 16 hex digits) of the names and bytes of digest_files(): a change to any of them changes
+    every row's key, so the next batch regrades. The folders default to the installed grader/ and
+    reference_kernels/. Raises OSError when one of the files cannot be read."""
+    from reference_kernels import suite
+
+    grader_dir = grader_dir or Path(grader.__file__).resolve().parent
+    kernels_dir = kernels_dir or Path(suite.__file__).resolve().parent
     h = hashlib.sha256()
-    for pattern in RESULT_SOURCES:
-        for f in sorted(base.glob(pattern)):
-            if f.name not in NOT_RESULT_SOURCES:
-                h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for name, f in digest_files(grader_dir, kernels_dir):
+        h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def settings_for(arch: str | None, seed: int | None, cards: list[str], counters: bool = False) -> dict[str, object]:
-    """The grader settings a result depends on: part of every row's key (module docstring); `counters` only
-    when asked for, so rows graded without them keep their keys."""
-    settings = {"grader": grader.__version__, "grader_source": grader_digest(), "arch": arch, "seed": seed,
-                "cards": sorted(set(cards))}
-    return {**settings, "counters": True} if counters else settings
+def settings_for(settings: BatchSettings, cards: list[str]) -> dict[str, object]:
+    """The grader settings a result depends on, part of every row's key (module docstring): the grader's version
+    and digest, the settings' arch and seed, the GPU models `cards`; `counters` and `counters_when_slow` only
+    when on, so rows graded without them keep their keys. The limits and the sandbox are not in it."""
+    key = {"grader": grader.__version__, "grader_source": grader_digest(), "arch": settings.arch,
+           "seed": settings.seed, "cards": sorted(set(cards))}
+    if settings.counters:
+        key["counters"] = True
+    if settings.counters_when_slow:
+        key["counters_when_slow"] = True
+    return key
 
 
 def result_key(item: Item, settings: dict[str, object]) -> str:
-    """The resume key of `item` under `settings`: sha256 of its id, its content hash (or, for an item that
-    cannot be read, its problem) and the settings. The id is part of it: two students who hand in the same
-    bytes get a row each."""
+    """The resume key of `item` under `settings` (settings_for): sha256 of its id, its content hash (or, for an
+    item that cannot be read, its problem) and the settings. The id is part of it: two students who hand in the
+    same bytes get a row each."""
     what = {"id": item.id, "sha256": item.sha256} if item.sha256 else {"id": item.id, "problem": item.problem}
     return hashlib.sha256(json.dumps({**what, **settings}, sort_keys=True).encode()).hexdigest()
 
@@ -497,7 +263,35 @@ def batch_main(argv: list[str]) -> int:
 
 def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """`grade batch` on arguments parsed by batch_parser() (or the `grade` command's copy of it, `parser`, which
-    reports a bad option); returns the exit code."""
+    reports a bad option); returns the exit code. The steps: find the items, plan (GPUs, sandbox, settings,
+    keys), resume (the rows already graded), grade the rest, write the outputs."""
+    k, n = _checked_options(args, parser)
+    items = find_items(args, k, n)
+    if isinstance(items, int):
+        return items
+    plan = plan_batch(args, items, f".shard-{k}-of-{n}" if args.shard else "")
+    if isinstance(plan, int):
+        return plan
+    try:
+        store = gb.ResultStore(plan.results_path)
+    except OSError as err:
+        return _usage(f"cannot write {plan.results_path} ({err.strerror or err}); is another batch using this "
+                      "folder?")
+    known = {row.key: row for row in gb.load_files(sorted(plan.out.glob(gb.RESULTS_GLOB)))[0]}
+    todo, kept = resume(plan.items, known, regrade=args.regrade, retry_errors=args.retry_errors,
+                        gpu_seen=bool(plan.gpus.names))
+    rows = RowWriter(plan.out, store, kept)
+    progress = Progress(len(plan.items), len(kept), len(plan.gpus.entries), args.quiet)
+    try:
+        complete = grade_items(plan, todo[: args.limit] if args.limit is not None else todo, rows, progress)
+    finally:
+        progress.end()
+        store.close()
+    return write_batch(plan, rows.results, complete, args)
+
+
+def _checked_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[int, int]:
+    """The shard (K, N) of `args` ((1, 1) without --shard); a bad option goes to parser.error (exit 2)."""
     try:
         k, n = parse_shard(args.shard) if args.shard else (1, 1)
         if args.workers < 1 or (args.limit is not None and args.limit < 1):
@@ -506,6 +300,12 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             raise ValueError("--out: give a folder for the results")
     except ValueError as err:
         parser.error(str(err))
+    return k, n
+
+
+def find_items(args: argparse.Namespace, k: int, n: int) -> list[Item] | int:
+    """The submissions to grade (discover; shard k of n with --shard; one for --format gradescope), or the
+    exit code of a usage error (no such path, an --out that is a file, nothing to grade)."""
     if not any(os.path.lexists(raw) for raw in args.paths):  # a typo'd class folder: not a student's row
         return _usage(f"no such file or folder: {', '.join(printable(m, 80) for m in args.paths[:5])}; nothing "
                       "was graded")
@@ -525,19 +325,49 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _usage(message)
     if not items:
         return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    return items
+
+
+@dataclass
+class BatchPlan:
+    """What a batch grades and how: its items (each with its resume key), the Gradescope exports that named
+    them (read_exports), the GPU slots, the settings (and `key`, their part of every row's key: settings_for),
+    the sandbox's state, the output folder and the shard's `suffix` of the output names."""
+
+    items: list[Item]
+    exports: dict[str, dict[str, int]]
+    gpus: GpuPlan
+    settings: BatchSettings
+    key: dict[str, object]
+    box: sandbox.SandboxState
+    out: Path
+    suffix: str
+    shard: str | None
+    gradescope: bool
+
+    @property
+    def results_path(self) -> Path:
+        """The results file this batch appends to."""
+        return self.out / f"results{self.suffix}.jsonl"
+
+
+def plan_batch(args: argparse.Namespace, items: list[Item], suffix: str) -> BatchPlan | int:
+    """The plan of a batch on `items` (BatchPlan; every item's key set), or the exit code when nothing can be
+    graded: a Gradescope export that cannot be read, a bad --gpus, an incomplete install or a GPU the installed
+    NVRTC cannot compile for, no sandbox without --unsandboxed."""
     try:
         exports = read_exports(args.paths, items)
     except InputError as err:
         return _usage(f"{err}; fix it, or move {METADATA_NAME} out of the folder to grade without names")
     try:
-        plan = plan_gpus(args.gpus, args.workers)
+        gpus = plan_gpus(args.gpus, args.workers)
     except ValueError as err:
         return _usage(str(err))
-    if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
-        print(f"grade batch: {plan.problem}; nothing was graded", file=sys.stderr)
+    if gpus.problem:  # nothing can be graded on this machine: stop before any row, and say why
+        print(f"grade batch: {gpus.problem}; nothing was graded", file=sys.stderr)
         if args.format == "gradescope":
-            gb.write_json(Path(args.out) / "results.json", gradescope_not_graded(plan.problem))
-        return plan.problem_exit
+            gb.write_json(Path(args.out) / "results.json", gradescope_not_graded(gpus.problem))
+        return gpus.problem_exit
     box = sandbox.state()
     if not box.available and not args.unsandboxed:
         return _usage(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
@@ -546,94 +376,121 @@ def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not box.available:
         print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
               "gradebook", file=sys.stderr)
-    settings = settings_for(args.arch, args.seed, plan.names, args.counters)
+    settings = BatchSettings(arch=args.arch, seed=args.seed, sandbox=box.available, counters=args.counters,
+                             counters_when_slow=args.counters_when_slow, compile_limit=args.compile_limit,
+                             run_limit=args.run_limit, memory_limit_gib=args.memory_limit)
+    key = settings_for(settings, gpus.names)
     for it in items:
-        it.key = result_key(it, settings)
-    out = Path(args.out)
-    suffix = f".shard-{k}-of-{n}" if args.shard else ""
-    try:
-        store = gb.ResultStore(out / f"results{suffix}.jsonl")
-    except OSError as err:
-        return _usage(f"cannot write {out / f'results{suffix}.jsonl'} ({err.strerror or err}); is another batch "
-                      "using this folder?")
-    known = {row.key: row for row in gb.load_files(sorted(out.glob(gb.RESULTS_GLOB)))[0]}
-    todo = [it for it in items if args.regrade or it.key not in known
-            or (args.retry_errors and known[it.key].verdict == "error")
-            or (plan.names and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
-    todo_keys = {it.key for it in todo}
-    results: dict[str, gb.BatchResult] = {  # a row kept, with the submitters the export names now
-        it.key: known[it.key].model_copy(update={"submitters": it.submitters, "submitted_at": it.submitted_at})
-        for it in items if it.key in known and it.key not in todo_keys}
-    progress = Progress(len(items), len(results), len(plan.entries), args.quiet)
+        it.key = result_key(it, key)
+    return BatchPlan(items=items, exports=exports, gpus=gpus, settings=settings, key=key, box=box,
+                     out=Path(args.out), suffix=suffix, shard=args.shard, gradescope=args.format == "gradescope")
 
-    def record(item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
+
+def resume(items: list[Item], known: dict[str, gb.BatchResult], *, regrade: bool = False,
+           retry_errors: bool = False, gpu_seen: bool = False) -> tuple[list[Item], dict[str, gb.BatchResult]]:
+    """(the items to grade, in order; the rows kept, by key) given the rows `known` by key from earlier runs:
+    an item is graded again when it has no row, with `regrade`, with `retry_errors` for an error row, and, when
+    a GPU is seen (`gpu_seen`), for a no-gpu or busy row. A kept row gets the submitters the item has now."""
+    todo = [it for it in items if regrade or it.key not in known
+            or (retry_errors and known[it.key].verdict == "error")
+            or (gpu_seen and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
+    again = {it.key for it in todo}
+    kept = {it.key: known[it.key].model_copy(update={"submitters": it.submitters, "submitted_at": it.submitted_at})
+            for it in items if it.key in known and it.key not in again}
+    return todo, kept
+
+
+class RowWriter:
+    """Where each row lands the moment it is known: appended to the results file (`store`), its report written
+    under `out` (grader.feedback), and kept in `results` by key (with the rows kept from earlier runs)."""
+
+    def __init__(self, out: Path, store: gb.ResultStore, kept: dict[str, gb.BatchResult]) -> None:
+        self.out, self.store, self.results = out, store, dict(kept)
+
+    def record(self, item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
+        """The row of `item` graded to `report` (phases: seconds; entry: its GPU's CUDA_VISIBLE_DEVICES value)."""
         row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
                              grader_version=grader.__version__, device=entry, phases=phases,
                              submitters=item.submitters, submitted_at=item.submitted_at)
-        results[item.key] = row = store.append(row)  # as written: escaped, as a rerun or `grade merge` reads it
-        write_report(out, row.id, row.report, row.submitters, row.submitted_at)  # ready to send back at once
+        self.results[item.key] = row = self.store.append(row)  # as written: escaped, as a rerun or merge reads it
+        write_report(self.out, row.id, row.report, row.submitters, row.submitted_at)  # ready to send back at once
 
-    if args.limit is not None:
-        todo = todo[: args.limit]
+
+def grade_items(plan: BatchPlan, todo: list[Item], rows: RowWriter, progress: Progress) -> bool:
+    """Grade `todo`: an item with a problem becomes its error row at once, the rest go to the workers
+    (grader.pool.run_jobs). Returns False when interrupted (Ctrl-C, SIGTERM) or a worker could not start
+    (said on stderr), else True."""
     for it in [it for it in todo if it.problem]:
-        record(it, item_error(it, Stage.INPUT, it.problem), {}, None)
+        rows.record(it, item_error(it, Stage.INPUT, it.problem), {}, None)
         progress.done += 1
     todo = [it for it in todo if not it.problem]
-    complete = True
+    if not todo:
+        return True
     tmp = Path(tempfile.mkdtemp(prefix="grade-batch-"))
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _interrupt_on_signals():
+            return run_jobs(todo, [Slot(entry=e) for e in plan.gpus.entries], plan.settings, on_result=rows.record,
+                            progress=progress, tmp=tmp)
+    except Interrupted:
+        return False
+    except WorkerStartError as err:
+        print(f"grade batch: {printable(str(err), None)}; the batch stopped (rows so far are kept: fix the install "
+              "and run again)", file=sys.stderr)
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
+
+@contextmanager
+def _interrupt_on_signals():
+    """While inside: SIGINT and SIGTERM raise Interrupted (once: a second Ctrl-C must not break the clean-up);
+    the handlers before are put back after. Off the main thread, signals are left alone."""
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     stopping = []
 
     def interrupt(signum, frame):
-        if not stopping:  # once: a second Ctrl-C must not break the clean-up
+        if not stopping:
             stopping.append(signum)
             raise Interrupted()
 
+    for s in old:
+        try:
+            signal.signal(s, interrupt)
+        except ValueError:  # not the main thread: no clean stop on a signal
+            pass
     try:
-        for s in old:
-            try:
-                signal.signal(s, interrupt)
-            except ValueError:  # not the main thread: no clean stop on a signal
-                pass
-        if todo:
-            slots = [Slot(entry=e) for e in plan.entries]
-            complete = run_jobs(todo, slots, compile_limit=args.compile_limit, run_limit=args.run_limit,
-                                memory_limit=args.memory_limit * 2**30, arch=args.arch, seed=args.seed,
-                                on_result=record, progress=progress, tmp=tmp, sandbox=box.available,
-                                counters=args.counters, counters_when_slow=args.counters_when_slow)
-    except Interrupted:
-        complete = False
-    except WorkerStartError as err:
-        complete = False
-        print(f"grade batch: {printable(str(err), None)}; the batch stopped (rows so far are kept: fix the install and run again)",
-              file=sys.stderr)
+        yield
     finally:
         for s, h in old.items():
             try:
                 signal.signal(s, h)
             except (ValueError, TypeError):
                 pass
-        progress.end()
-        store.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-    rows = [results[it.key] for it in items if it.key in results]
-    complete = complete and len(rows) == len(items)
-    book = gb.build_gradebook(rows, grader.__version__, {**settings, "shard": args.shard, "compile_limit":
-                                                         args.compile_limit, "run_limit": args.run_limit,
-                                                         "memory_limit_gib": args.memory_limit,
-                                                         "sandbox": box.describe(),
-                                                         **({"gradescope_export": exports} if exports else {})})
-    paths = write_class_outputs(book, out, suffix)
-    if args.format == "gradescope" and rows and rows[0].report:
-        paths["gradescope"] = out / "results.json"
+
+
+def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: bool, args: argparse.Namespace) -> int:
+    """Write the gradebook of every row there is (write_class_outputs; Gradescope's results.json too), print
+    the summary unless quiet, and return the exit code (module docstring): 4 when incomplete or a row is busy,
+    3 when a row is no-gpu or there is no GPU, else 0."""
+    rows = [results[it.key] for it in plan.items if it.key in results]
+    complete = complete and len(rows) == len(plan.items)
+    s = plan.settings
+    book = gb.build_gradebook(rows, grader.__version__, {**plan.key, "shard": plan.shard, "compile_limit":
+                                                         s.compile_limit, "run_limit": s.run_limit,
+                                                         "memory_limit_gib": s.memory_limit_gib,
+                                                         "sandbox": plan.box.describe(),
+                                                         **({"gradescope_export": plan.exports} if plan.exports
+                                                            else {})})
+    paths = write_class_outputs(book, plan.out, plan.suffix)
+    if plan.gradescope and rows and rows[0].report:
+        paths["gradescope"] = plan.out / "results.json"
         wall = rows[0].phases.get("wall", rows[0].phases.get("total"))
         gb.write_json(paths["gradescope"], gradescope_results(rows[0].report, execution_time=wall))
     if not args.quiet:
-        _print_summary(book, paths, plan, complete, len(items) - len(rows))
+        _print_summary(book, paths, plan.gpus, complete, len(plan.items) - len(rows))
     if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
         return EXIT_INCOMPLETE
-    return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.names else EXIT_PASS
+    return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.gpus.names else EXIT_PASS
 
 
 def merge_main(argv: list[str]) -> int:

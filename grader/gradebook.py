@@ -416,46 +416,47 @@ def summary_markdown(book: Gradebook) -> str:
     flags and borderline), and the groups of ids that handed
     in byte-identical files (identical_groups: for the instructor to look at, no verdict changed)."""
     rows = book.rows
-    out = ["# Batch grading summary", ""]
-    out.append(f"{len(rows)} submissions; grader {book.grader_version}; written {book.created}.")
-    out.append("")
-    out.append("## Verdicts")
-    out.append("")
-    out.append(counts_table(book.counts, "github"))
-    out.append("")
-    fractions = [r.fraction for r in rows if r.fraction is not None]
-    out.append(f"## Fraction of the copy floor ({len(fractions)} timed)")
-    out.append("")
-    if fractions:
-        out.append("```")
-        out.append(histogram(fractions))
-        out.append("```")
-        out.append("")
-        out.append(f"Median {statistics.median(fractions):.3f}; {exercise.THRESHOLDS_TEXT}.")
-    else:
-        out.append("No submission was timed.")
-    out.append("")
-    out.append("## Copy floor and card")
-    out.append("")
-    if book.floor_gbs_median is not None:
-        versions = sorted({r.floor_version for r in rows if r.floor_version})
-        out.append(f"Floor bandwidth: median {book.floor_gbs_median:.0f} GB/s over the timed submissions "
-                   f"(min {book.floor_gbs_min:.0f}, max {book.floor_gbs_max:.0f}); fastest copy: "
-                   f"{', '.join(versions)}. Each submission is judged against the floor measured in its own process.")
-    else:
-        out.append("No copy floor was measured (no submission reached timing).")
-    out.append("")
-    out.append(f"Card: {', '.join(book.cards) if book.cards else 'none (no GPU: static checks only)'}.")
-    out.append("")
-    out.extend(clocks_lines(rows))
+    out = ["# Batch grading summary", "", f"{len(rows)} submissions; grader {book.grader_version}; written "
+           f"{book.created}.", "", "## Verdicts", "", counts_table(book.counts, "github"), ""]
+    out += _fractions_section(rows) + _floor_section(book) + clocks_lines(rows)
     missing = {kind: sum(kind in r.notes for r in rows) for kind in NOTE_KINDS}
     if any(missing.values()):
         out.append(f"Notes: {missing['row-missing']} submissions gave no part-3 table row and "
                    f"{missing['claim-missing']} no sentence about the copy floor (each report tells its student).")
         out.append("")
+    return "\n".join(out + _look_section(rows) + _identical_section(rows))
+
+
+def _fractions_section(rows: list[BatchResult]) -> list[str]:
+    """The summary's histogram of the timed fractions and their median (lines)."""
+    fractions = [r.fraction for r in rows if r.fraction is not None]
+    out = [f"## Fraction of the copy floor ({len(fractions)} timed)", ""]
+    if fractions:
+        out += ["```", histogram(fractions), "```", "",
+                f"Median {statistics.median(fractions):.3f}; {exercise.THRESHOLDS_TEXT}."]
+    else:
+        out.append("No submission was timed.")
+    return out + [""]
+
+
+def _floor_section(book: Gradebook) -> list[str]:
+    """The summary's copy floor (median, range, fastest copy) and card(s) (lines)."""
+    out = ["## Copy floor and card", ""]
+    if book.floor_gbs_median is not None:
+        versions = sorted({r.floor_version for r in book.rows if r.floor_version})
+        out.append(f"Floor bandwidth: median {book.floor_gbs_median:.0f} GB/s over the timed submissions "
+                   f"(min {book.floor_gbs_min:.0f}, max {book.floor_gbs_max:.0f}); fastest copy: "
+                   f"{', '.join(versions)}. Each submission is judged against the floor measured in its own process.")
+    else:
+        out.append("No copy floor was measured (no submission reached timing).")
+    return out + ["", f"Card: {', '.join(book.cards) if book.cards else 'none (no GPU: static checks only)'}.", ""]
+
+
+def _look_section(rows: list[BatchResult]) -> list[str]:
+    """The summary's rows to look at (to_look_at), and how many fails and errors of the students' own code are
+    left out of it (lines)."""
     look = to_look_at(rows)
-    out.append("## To look at")
-    out.append("")
+    out = ["## To look at", ""]
     if look:
         table = [[markdown_cell(r.id, 40), r.verdict, markdown_cell(r.stage or ""), markdown_cell(why, 60),
                   markdown_cell(r.reason, 160)] for r, why in look]
@@ -465,22 +466,22 @@ def summary_markdown(book: Gradebook) -> str:
     listed = {r.id for r, _ in look}
     own = sum(1 for r in rows if r.verdict in ("fail", "error") and r.id not in listed)
     if own:
-        out.append("")
-        out.append(f"Not listed: {own} fails and errors of the students' own code (wrong output, too slow, compile "
-                   "or launch errors); each report says why (reports/, index.html).")
-    out.append("")
-    out.append("## Identical files")
-    out.append("")
+        out += ["", f"Not listed: {own} fails and errors of the students' own code (wrong output, too slow, compile "
+                "or launch errors); each report says why (reports/, index.html)."]
+    return out + [""]
+
+
+def _identical_section(rows: list[BatchResult]) -> list[str]:
+    """The summary's groups of ids with byte-identical files (identical_groups), or a line saying none (lines)."""
+    out = ["## Identical files", ""]
     groups = identical_groups(rows)
     if groups:
-        out.append(f"{len(groups)} group(s) of ids handed in byte-identical files (the same sha256); the verdicts "
-                   "are as graded, this is for you to look at:")
-        out.append("")
-        out.extend("- " + ", ".join(markdown_cell(i, 40) for i in group) for group in groups)
+        out += [f"{len(groups)} group(s) of ids handed in byte-identical files (the same sha256); the verdicts "
+                "are as graded, this is for you to look at:", ""]
+        out += ["- " + ", ".join(markdown_cell(i, 40) for i in group) for group in groups]
     else:
         out.append("None: no two submissions have the same bytes.")
-    out.append("")
-    return "\n".join(out)
+    return out + [""]
 
 
 def write_json(path: Path, data: dict) -> None:

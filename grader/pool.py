@@ -17,7 +17,6 @@ gigabytes in seconds). The batch's own process never touches CUDA.
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -29,13 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grader
+from grader import worker as worker_module
 from grader.counters import LIMIT_S as COUNTERS_LIMIT_S, Counters
 from grader.errors import Interrupted, Stage, WorkerStartError, stopped_in
 from grader.procs import kill_group
+from grader.protocol import BatchSettings, Child, Event, Graded, Item, Job, Ready, Result, StageEvent, read_event
 from grader.report import GradeReport, error_report
 from grader.text import printable
 
-WORKER_COMMAND = [sys.executable, "-m", "grader.worker"]
+WORKER_COMMAND = [sys.executable, "-m", worker_module.__name__]
 """How a worker is started (tests replace it with a stand-in)."""
 
 
@@ -71,11 +72,12 @@ class Worker:
     ready: float | None = None
     buf: bytes = b""
     eof: bool = False
-    messages: list[dict] = field(default_factory=list)
+    messages: list[Event] = field(default_factory=list)
     groups: list[int] = field(default_factory=list)  # process groups it started (its "child" messages)
 
     def read(self) -> None:
-        """Read what the pipe holds; complete JSON lines go to `messages`; EOF sets `eof`."""
+        """Read what the pipe holds; the events of its complete JSON lines go to `messages` (a line that is no
+        event is dropped: grader.protocol.read_event); EOF sets `eof`."""
         try:
             chunk = os.read(self.rfd, 1 << 20)
         except BlockingIOError:
@@ -85,11 +87,7 @@ class Worker:
             return
         self.buf += chunk
         *lines, self.buf = self.buf.split(b"\n")
-        for line in lines:
-            try:
-                self.messages.append(json.loads(line))
-            except ValueError:
-                pass
+        self.messages.extend(ev for ev in map(read_event, lines) if ev is not None)
 
     def stop(self) -> None:
         """Kill the process (if alive) and the process groups it reported (ncu and its profiled child, which run
@@ -135,16 +133,45 @@ def spawn(entry: str | None, tmp: Path) -> Worker:
 
 
 @dataclass
-class Job:
-    """A submission being graded in a slot: its worker, the stage it reported, and the deadline of that stage."""
+class Running:
+    """A submission being graded in a slot: its worker, the stage it reported, the deadline of that stage
+    (time.monotonic() seconds), and the events that decide its row."""
 
-    item: object  # a grader.batch.Item
+    item: Item
     worker: Worker
     started: float
-    stage: str = Stage.SETUP
+    stage: Stage = Stage.SETUP
     deadline: float = 0.0
-    result: dict | None = None
-    graded: dict | None = None  # with --counters: the report before its counters ("graded" message)
+    result: Result | None = None
+    graded: Graded | None = None  # with counters: the report before its counters
+
+    def absorb(self, now: float, settings: BatchSettings) -> None:
+        """Apply the worker's events (and clear them): a stage moves the deadline (stage_limit), `graded` and
+        `result` are kept, a child's process group is remembered for stop()."""
+        w = self.worker
+        for ev in w.messages:
+            if isinstance(ev, Ready):
+                w.ready = w.ready or now
+            elif isinstance(ev, StageEvent):
+                self.stage = ev.stage
+                limit = stage_limit(ev.stage, settings)
+                if limit is not None:
+                    self.deadline = now + limit
+            elif isinstance(ev, Graded):
+                self.graded = ev
+            elif isinstance(ev, Child):
+                w.groups.append(ev.pgid)
+            elif isinstance(ev, Result):
+                self.result = ev
+        w.messages.clear()
+
+
+def stage_limit(stage: Stage, settings: BatchSettings) -> float | None:
+    """Seconds the worker may spend from the message that it entered `stage`: the compile limit from
+    `compile`, the run limit again from `verify`, the counters' limit from `counters`; None for a stage that
+    keeps the deadline running (read, context: start-up's; time: verify's)."""
+    return {Stage.COMPILE: settings.compile_limit, Stage.VERIFY: settings.run_limit,
+            Stage.COUNTERS: COUNTERS_LIMIT_S}.get(stage)
 
 
 @dataclass
@@ -152,7 +179,7 @@ class Slot:
     """One GPU (or, without a GPU, one CPU worker): the job running there and the standby worker."""
 
     entry: str | None
-    job: Job | None = None
+    running: Running | None = None
     standby: Worker | None = None
 
 
@@ -179,7 +206,8 @@ def died_reason(stage: str, returncode: int | None, tail: str) -> str:
             how = f"signal {-returncode}"
     else:
         how = f"exit code {returncode}"
-    where = {Stage.COMPILE: "compilation", Stage.VERIFY: "the run", Stage.TIME: "timing"}.get(stage, "start-up")
+    where = {Stage.COMPILE: "compilation", Stage.VERIFY: "the run", Stage.TIME: "timing",
+             Stage.COUNTERS: "the counters' measurement"}.get(stage, "start-up")
     return f"the grading process died during {where} ({how})" + (f": {tail}" if tail else "")
 
 
@@ -242,147 +270,169 @@ def memory_bytes(pid: int) -> int:
         return 0
 
 
-def run_jobs(todo: list, slots: list[Slot], *, compile_limit: float, run_limit: float, memory_limit: float,
-             arch: str | None, seed: int | None, on_result, progress: Progress, tmp: Path,
-             sandbox: bool = True, counters: bool = False, counters_when_slow: bool = False) -> bool:
-    """Grade `todo` (grader.batch.Item: id, path, real, name, sha256) on `slots`, one worker per item, calling
-    on_result(item, report, phases, entry) as each result is known. memory_limit is in bytes (0: none).
-    sandbox: the workers refuse to compile without the NVRTC sandbox (grader.sandbox.require); False only
-    for `grade batch --unsandboxed`. counters: each worker also profiles its timed kernel (grader.counters);
-    counters_when_slow: it does so for a correct kernel under half the one-float copy (`--counters-when-slow`).
+def run_jobs(todo: list[Item], slots: list[Slot], settings: BatchSettings, *, on_result, progress: Progress,
+             tmp: Path) -> bool:
+    """Grade `todo` (items with `real` and `sha256`) on `slots` under `settings` (its limits: seconds, GiB),
+    one worker per item, calling on_result(item, report, phases, entry) as each result is known (Scheduler).
 
     Returns True when every item got a result, False when interrupted (Interrupted raised by a signal
     handler): the jobs in flight are stopped and left for the next run. Raises WorkerStartError when a
     worker dies before it is ready. Every worker started here is stopped before returning.
     """
-    pending = list(todo)
-    sel = selectors.DefaultSelector()
-    watched: dict[int, Worker] = {}
+    return Scheduler(todo, slots, settings, on_result=on_result, progress=progress, tmp=tmp).run()
 
-    def watch(w: Worker) -> None:
-        sel.register(w.rfd, selectors.EVENT_READ, w)
-        watched[w.rfd] = w
 
-    def discard(w: Worker) -> None:
-        if w.rfd in watched:
-            sel.unregister(w.rfd)
-            del watched[w.rfd]
+class Scheduler:
+    """The pool's loop: hands each slot the next pending item (its standby worker, started while the last job
+    ran), waits for the workers' events up to the nearest deadline, and turns each job's outcome (a result, a
+    death, a time or memory limit passed) into a row through on_result."""
+
+    def __init__(self, todo: list[Item], slots: list[Slot], settings: BatchSettings, *, on_result,
+                 progress: Progress, tmp: Path) -> None:
+        self.pending = list(todo)
+        self.slots, self.settings, self.on_result, self.progress, self.tmp = slots, settings, on_result, progress, tmp
+        self.sel = selectors.DefaultSelector()
+        self.watched: dict[int, Worker] = {}
+
+    def run(self) -> bool:
+        """Grade everything pending (run_jobs); stops every worker before returning."""
+        try:
+            while self.pending or any(s.running for s in self.slots):
+                self.step()
+            return True
+        except Interrupted:
+            return False
+        finally:
+            self.close()
+
+    def step(self) -> None:
+        """One turn: dispatch to idle slots, wait for events (at most until the nearest deadline, 0.25 s), read
+        them, and check every slot."""
+        for slot in self.slots:
+            if not slot.running and self.pending:
+                self.dispatch(slot)
+        for key, _ in self.sel.select(timeout=self.wait_s(time.monotonic())):
+            key.data.read()
+        now = time.monotonic()
+        for slot in self.slots:
+            self.check(slot, now)
+
+    def wait_s(self, now: float) -> float:
+        """Seconds to wait for events at `now`: until the nearest job's deadline, at most 0.25, never negative."""
+        return max(0.0, min([s.running.deadline for s in self.slots if s.running] + [now + 0.25]) - now)
+
+    def watch(self, w: Worker) -> None:
+        """Listen to `w`'s message pipe."""
+        self.sel.register(w.rfd, selectors.EVENT_READ, w)
+        self.watched[w.rfd] = w
+
+    def discard(self, w: Worker) -> None:
+        """Stop listening to `w` and stop it (Worker.stop)."""
+        if w.rfd in self.watched:
+            self.sel.unregister(w.rfd)
+            del self.watched[w.rfd]
         w.stop()
 
-    def running_ids() -> list[str]:
-        return [s.job.item.id for s in slots if s.job]
+    def running_ids(self) -> list[str]:
+        """The ids being graded now."""
+        return [s.running.item.id for s in self.slots if s.running]
 
-    def finish(slot: Slot, report: GradeReport, phases: dict[str, float]) -> None:
-        job = slot.job
-        slot.job = None
-        discard(job.worker)
-        progress.durations.append(time.monotonic() - job.started)
-        on_result(job.item, report, phases, slot.entry)
-        progress.done += 1
-        progress.update(running_ids(), len(pending), finished=f"{job.item.id}: {report.verdict}")
-
-    def dispatch(slot: Slot) -> None:
-        item = pending.pop(0)
-        w = slot.standby or spawn(slot.entry, tmp)
+    def dispatch(self, slot: Slot) -> None:
+        """Give the next pending item to `slot`'s standby worker (or a new one), send it its Job, and start
+        the slot's next standby while items are left."""
+        item = self.pending.pop(0)
+        w = slot.standby or spawn(slot.entry, self.tmp)
         slot.standby = None
-        if w.rfd not in watched:
-            watch(w)
+        if w.rfd not in self.watched:
+            self.watch(w)
         now = time.monotonic()
-        slot.job = Job(item=item, worker=w, started=now, deadline=now + run_limit)
-        job = {"path": str(item.real), "sha256": item.sha256, "name": item.name, "display": item.path,
-               "arch": arch, "seed": seed, "sandbox": sandbox, "counters": counters,
-               "counters_when_slow": counters_when_slow}
+        slot.running = Running(item=item, worker=w, started=now, deadline=now + self.settings.run_limit)
         try:
-            w.popen.stdin.write((json.dumps(job) + "\n").encode())
+            w.popen.stdin.write(Job.for_item(item, self.settings).to_line().encode())
             w.popen.stdin.flush()
         except OSError:
             pass  # the worker died before reading: its end of file is handled in check()
-        if pending:
-            slot.standby = spawn(slot.entry, tmp)
-            watch(slot.standby)
-        progress.update(running_ids(), len(pending))
+        if self.pending:
+            slot.standby = spawn(slot.entry, self.tmp)
+            self.watch(slot.standby)
+        self.progress.update(self.running_ids(), len(self.pending))
 
-    def check(slot: Slot, now: float) -> None:
+    def check_standby(self, slot: Slot, now: float) -> None:
+        """Note when `slot`'s standby worker is ready; drop one that died (dispatch then starts a fresh one, whose
+        failure is reported)."""
         sb = slot.standby
-        if sb:
-            sb.ready = sb.ready or (now if any(m.get("event") == "ready" for m in sb.messages) else None)
-            sb.messages.clear()
-            if sb.eof:  # a standby that died: dispatch starts a fresh one, whose failure is then reported
-                discard(sb)
-                slot.standby = None
-        job = slot.job
-        if not job:
+        if sb is None:
             return
-        w = job.worker
-        for msg in w.messages:
-            event = msg.get("event")
-            if event == "ready":
-                w.ready = w.ready or now
-            elif event == "stage":
-                job.stage = msg.get("stage", job.stage)
-                if job.stage == Stage.COMPILE:
-                    job.deadline = now + compile_limit
-                elif job.stage == Stage.VERIFY:
-                    job.deadline = now + run_limit
-                elif job.stage == Stage.COUNTERS:
-                    job.deadline = now + COUNTERS_LIMIT_S
-            elif event == "graded":
-                job.graded = msg
-            elif event == "child" and isinstance(msg.get("pgid"), int) and msg["pgid"] > 1:
-                w.groups.append(msg["pgid"])
-            elif event == "result":
-                job.result = msg
-        w.messages.clear()
-        stage = stopped_in(job.stage)
-        if job.result is not None:
-            phases = dict(job.result.get("phases", {}))
+        sb.ready = sb.ready or (now if any(isinstance(ev, Ready) for ev in sb.messages) else None)
+        sb.messages.clear()
+        if sb.eof:
+            self.discard(sb)
+            slot.standby = None
+
+    def check(self, slot: Slot, now: float) -> None:
+        """Apply `slot`'s new events at `now` and finish its job when its outcome is known."""
+        self.check_standby(slot, now)
+        run = slot.running
+        if run is None:
+            return
+        run.absorb(now, self.settings)
+        outcome = self.outcome(run, now)
+        if outcome is not None:
+            self.finish(slot, *outcome)
+
+    def outcome(self, run: Running, now: float) -> tuple[GradeReport, dict[str, float]] | None:
+        """The row of `run` at `now`, with its phases (seconds), or None while it runs: its result; an error row
+        for a worker that died, passed its stage's deadline or the memory limit (with counters, a stop while
+        measuring them keeps the verdict: counters_lost). Raises WorkerStartError for a worker that died
+        before it was ready (a broken install, not the submission)."""
+        w, stage = run.worker, stopped_in(run.stage)
+        if run.result is not None:
+            phases = dict(run.result.phases)
             phases["start"] = (w.ready or now) - w.spawned
-            phases["wall"] = now - job.started
-            finish(slot, GradeReport.model_validate(job.result["report"]), phases)
-        elif w.eof or (w.popen.poll() is not None and not _readable(w)):
+            phases["wall"] = now - run.started
+            return run.result.report, phases
+        if w.eof or (w.popen.poll() is not None and not _readable(w)):
             w.popen.wait()
             tail = w.stderr_tail()
             if w.ready is None:
-                why = died_reason(Stage.SETUP, w.popen.returncode, tail)
-                raise WorkerStartError(f"the grading process failed to start ({why})")
-            reason = died_reason(job.stage, w.popen.returncode, tail)
-            finish(slot, counters_lost(job, reason) or item_error(job.item, stage, reason), {})
-        elif now > job.deadline:
-            reason = timeout_reason(job.stage, compile_limit, run_limit)
-            finish(slot, counters_lost(job, reason) or item_error(job.item, stage, reason), {})
-        elif memory_limit and memory_bytes(w.popen.pid) > memory_limit:
-            finish(slot, item_error(job.item, stage, memory_reason(job.stage, memory_limit)), {})
+                raise WorkerStartError("the grading process failed to start "
+                                       f"({died_reason(Stage.SETUP, w.popen.returncode, tail)})")
+            reason = died_reason(run.stage, w.popen.returncode, tail)
+            return counters_lost(run, reason) or item_error(run.item, stage, reason), {}
+        if now > run.deadline:
+            reason = timeout_reason(run.stage, self.settings.compile_limit, self.settings.run_limit)
+            return counters_lost(run, reason) or item_error(run.item, stage, reason), {}
+        limit = self.settings.memory_limit_bytes
+        if limit and memory_bytes(w.popen.pid) > limit:
+            return item_error(run.item, stage, memory_reason(run.stage, limit)), {}
+        return None
 
-    try:
-        while pending or any(s.job for s in slots):
-            for slot in slots:
-                if not slot.job and pending:
-                    dispatch(slot)
-            deadlines = [s.job.deadline for s in slots if s.job]
-            wait = min([*deadlines, time.monotonic() + 0.25]) - time.monotonic()
-            for key, _ in sel.select(timeout=max(0.0, wait)):
-                key.data.read()
-            now = time.monotonic()
-            for slot in slots:
-                check(slot, now)
-        return True
-    except Interrupted:
-        return False
-    finally:
-        for slot in slots:
-            for w in (slot.standby, slot.job.worker if slot.job else None):
+    def finish(self, slot: Slot, report: GradeReport, phases: dict[str, float]) -> None:
+        """Record `slot`'s job as done with `report` (on_result) and free the slot."""
+        run = slot.running
+        slot.running = None
+        self.discard(run.worker)
+        self.progress.durations.append(time.monotonic() - run.started)
+        self.on_result(run.item, report, phases, slot.entry)
+        self.progress.done += 1
+        self.progress.update(self.running_ids(), len(self.pending), finished=f"{run.item.id}: {report.verdict}")
+
+    def close(self) -> None:
+        """Stop every worker (running or standby) and the selector."""
+        for slot in self.slots:
+            for w in (slot.standby, slot.running.worker if slot.running else None):
                 if w:
-                    discard(w)
-            slot.job = slot.standby = None
-        sel.close()
+                    self.discard(w)
+            slot.running = slot.standby = None
+        self.sel.close()
 
 
-def counters_lost(job: Job, reason: str) -> GradeReport | None:
+def counters_lost(run: Running, reason: str) -> GradeReport | None:
     """For a worker stopped while it measured counters: its graded report, with the counters unavailable for
     `reason` (counters never change a verdict). None in any other stage."""
-    if job.stage != Stage.COUNTERS or job.graded is None:
+    if run.stage != Stage.COUNTERS or run.graded is None:
         return None
-    report = GradeReport.model_validate(job.graded["report"])
+    report = run.graded.report.model_copy(deep=True)
     report.counters = Counters(unavailable=f"the counters were not measured: {reason}")
     return report
 
@@ -400,6 +450,6 @@ def _readable(w: Worker) -> bool:
     return not w.eof and bool(w.buf)
 
 
-def item_error(item, stage: Stage, reason: str) -> GradeReport:
-    """The error report for `item` (anything with `path` and `sha256`) when the batch itself stopped it."""
+def item_error(item: Item, stage: Stage, reason: str) -> GradeReport:
+    """The error report for `item` when the batch itself stopped it."""
     return error_report(item.path, stage, reason, sha256=item.sha256 or "")

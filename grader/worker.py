@@ -2,15 +2,16 @@
 
 grader.batch starts one of these per submission (a fresh process: a CUDA illegal address or trap poisons the
 whole context, and a CUDA context does not survive fork), pinned to one GPU with CUDA_VISIBLE_DEVICES. It
-imports the grader, says `ready`, then reads one job (a JSON line) on stdin; with no job (stdin closed) it
-exits. For the job it copies the submission's bytes into a fresh empty folder, checks their sha256 against
-the one the batch keyed the job by, chdirs there (NVRTC resolves relative names from the working folder) and
-runs grader.grade.grade_file on the copy, in this process, so the copy floor is measured in the same process
-as the submission it judges. Unless the job says `"sandbox": false` (grade batch --unsandboxed), NVRTC must
-run in grader.sandbox's Landlock sandbox: without it the job is an error row and nothing is compiled.
+imports the grader, says `ready`, then reads one job (a grader.protocol.Job, one JSON line) on stdin; with no
+job (stdin closed) it exits. For the job it copies the submission's bytes into a fresh empty folder, checks
+their sha256 against the one the batch keyed the job by, chdirs there (NVRTC resolves relative names from the
+working folder) and runs grader.grade.grade_file on the copy, in this process, so the copy floor is measured in
+the same process as the submission it judges. Unless the job's settings say `sandbox` false (grade batch
+--unsandboxed), NVRTC must run in grader.sandbox's Landlock sandbox: without it the job is an error row and
+nothing is compiled.
 
-Messages go to the parent as JSON lines on file descriptor N (never stdout: a kernel's printf writes there;
-stdout is discarded and stderr goes to a log the parent reads only on a crash):
+Messages (grader.protocol's events) go to the parent as JSON lines on file descriptor N (never stdout: a
+kernel's printf writes there; stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
   {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.errors.PROGRESS)
   {"event": "graded", "report": {...}}          with counters (--counters, or --counters-when-slow for a
@@ -40,6 +41,10 @@ import time
 import traceback
 from pathlib import Path
 
+from grader.protocol import Child, Event, Graded, Job, Ready, Result, StageEvent, event_line
+
+MODULE = __spec__.name if __spec__ is not None else __name__
+"""This module's import name, as `python -m` takes it (grader.pool and grader.batch start it so)."""
 
 
 def _die_with_parent() -> None:
@@ -54,18 +59,14 @@ def _die_with_parent() -> None:
 
 
 class Channel:
-    """JSON-line messages to the parent on one file descriptor."""
+    """Event messages (grader.protocol) to the parent, one JSON line each, on one file descriptor."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    def send(self, **msg) -> None:
-        """Send `msg` as one JSON line."""
-        self.send_raw(json.dumps(msg))
-
-    def send_raw(self, line: str) -> None:
-        """Send `line` (one line of JSON, without its newline), writing until all of it is out."""
-        data = (line + "\n").encode()
+    def send(self, event: Event) -> None:
+        """Send `event` as one JSON line, writing until all of it is out."""
+        data = (event_line(event) + "\n").encode()
         while data:
             n = os.write(self.fd, data)
             data = data[n:]
@@ -84,7 +85,7 @@ class PhaseClock:
     def __call__(self, stage: str) -> None:
         self.stop()
         self.current, self.since = stage, time.perf_counter()
-        self.channel.send(event="stage", stage=str(stage), t=time.time())
+        self.channel.send(StageEvent(stage=stage, t=time.time()))
 
     def stop(self) -> None:
         """Add the time since the current stage began to its phase, and end it."""
@@ -93,22 +94,22 @@ class PhaseClock:
             self.current = None
 
 
-def _read_job_file(job: dict) -> bytes:
+def _read_job_file(job: Job) -> bytes:
     """The submission's bytes (read_capped), checked against the job's sha256. Raises InputError if they
     changed since the batch hashed them, or the file was removed or cannot be read any more."""
     from grader.errors import InputError
     from grader.source import read_capped
 
     try:
-        raw = read_capped(job["path"])
+        raw = read_capped(job.path)
     except FileNotFoundError:
-        raise InputError(f"{job['name']}: the file was removed while the batch was running; put it back and run "
+        raise InputError(f"{job.name}: the file was removed while the batch was running; put it back and run "
                          "the batch again") from None
     except OSError as err:
-        raise InputError(f"{job['name']}: the file cannot be read any more ({err.strerror or err}); it changed "
+        raise InputError(f"{job.name}: the file cannot be read any more ({err.strerror or err}); it changed "
                          "while the batch was running: check it and run the batch again") from None
-    if hashlib.sha256(raw).hexdigest() != job["sha256"]:
-        raise InputError(f"{job['name']}: the file changed while the batch was running; run the batch again")
+    if hashlib.sha256(raw).hexdigest() != job.sha256:
+        raise InputError(f"{job.name}: the file changed while the batch was running; run the batch again")
     return raw
 
 
@@ -119,59 +120,73 @@ def _context_chain(err: BaseException | None):
         err = err.__context__
 
 
-def grade_job(job: dict, channel: Channel) -> None:
-    """Grade the job's file (module docstring) and send the result message."""
+def _graded(job: Job, clock: PhaseClock, channel: Channel):
+    """grade_file on the job's copy (in the current folder), then its counters when the settings ask for them
+    (the verdict is sent first: if the counters' stage is stopped, the parent keeps it, grader.pool). Returns
+    the GradeReport; raises what grade_file raises (InputError for bytes that changed, SandboxError)."""
     from grader import sandbox
-    from grader.device import KERNEL_FAULTS, cuda_error_name
-    from grader.errors import PROGRESS, GraderFault, InputError, SandboxError, Stage, SubmissionError
-    from grader.report import error_report
 
     import grader.grade as g
+    from grader.errors import Stage
+
+    settings, name = job.settings, job.name
+    if settings.sandbox:
+        sandbox.require()
+    Path(name).write_bytes(_read_job_file(job))
+    report = g.grade_file(name, arch=settings.arch, seed=settings.seed, device_id=0, on_stage=clock)
+
+    def verdict_first() -> None:
+        channel.send(Graded(report=report))
+        clock(Stage.COUNTERS)
+
+    g.add_counters(report, name, asked=settings.counters, when_slow=settings.counters_when_slow,
+                   on_start=lambda pgid: channel.send(Child(pgid=pgid)), before=verdict_first)
+    return report
+
+
+def _error_row(err: Exception, name: str):
+    """The error report of a grading of `name` that raised `err`: the submission's own error at its stage, a
+    kernel fault on the GPU (stage run), or the grader's (stage grader)."""
+    from grader.device import KERNEL_FAULTS, cuda_error_name
+    from grader.errors import GraderFault, InputError, SandboxError, Stage, SubmissionError
+    from grader.report import error_report
+
+    if isinstance(err, SandboxError):
+        return error_report(name, Stage.GRADER, f"{err}; the submission was not compiled")
+    if isinstance(err, InputError):
+        return error_report(name, Stage.INPUT, str(err))
+    if isinstance(err, GraderFault):  # the grader's own CUDA call failed: not the submission's doing
+        return error_report(name, err.stage, str(err))
+    if isinstance(err, SubmissionError):
+        return error_report(name, err.stage, str(err), err.details)
+    inner = next((e for e in _context_chain(err) if isinstance(e, SubmissionError)), None)
+    fault = cuda_error_name(err)
+    if inner is not None:
+        return error_report(name, inner.stage, str(inner), inner.details)
+    if fault in KERNEL_FAULTS:
+        return error_report(name, Stage.RUN, f"the kernel faulted on the GPU: {fault}")
+    last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
+    return error_report(name, Stage.GRADER, f"the grader failed on this submission ({last}); please report it")
+
+
+def grade_job(job: Job, channel: Channel) -> None:
+    """Grade the job's file in a fresh empty folder (module docstring) and send the Result event. Never raises
+    for the submission: every failure is the result's error report."""
+    from grader.errors import PROGRESS, Stage
 
     clock = PhaseClock(channel)
-
     t0 = time.perf_counter()
-    work = Path(tempfile.mkdtemp(prefix="grade-"))
-    os.chdir(work)
-    name = job["name"]
-    def error(stage: Stage, reason: str, details: str = ""):
-        return error_report(name, stage, reason, details)
-
+    os.chdir(tempfile.mkdtemp(prefix="grade-"))
     try:
-        if job.get("sandbox", True):
-            sandbox.require()
-        (work / name).write_bytes(_read_job_file(job))
-        report = g.grade_file(name, arch=job.get("arch"), seed=job.get("seed"), device_id=0, on_stage=clock)
-        def verdict_first() -> None:  # if the counters' stage is stopped, the parent keeps it (grader.pool)
-            channel.send_raw('{"event": "graded", "report": %s}' % report.model_dump_json())
-            clock(Stage.COUNTERS)
-
-        g.add_counters(report, name, asked=bool(job.get("counters")), when_slow=bool(job.get("counters_when_slow")),
-                       on_start=lambda pgid: channel.send(event="child", pgid=pgid), before=verdict_first)
-    except SandboxError as err:
-        report = error(Stage.GRADER, f"{err}; the submission was not compiled")
-    except InputError as err:
-        report = error(Stage.INPUT, str(err))
-    except GraderFault as err:  # the grader's own CUDA call failed: not the submission's doing
-        report = error(err.stage, str(err))
-    except SubmissionError as err:
-        report = error(err.stage, str(err), err.details)
+        report = _graded(job, clock, channel)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
-        inner = next((e for e in _context_chain(err) if isinstance(e, SubmissionError)), None)
-        fault = cuda_error_name(err)
-        if inner is not None:
-            report = error(inner.stage, str(inner), inner.details)
-        elif fault in KERNEL_FAULTS:
-            report = error(Stage.RUN, f"the kernel faulted on the GPU: {fault}")
-        else:
-            last = traceback.format_exception_only(type(err), err)[-1].strip()[:300]
-            report = error(Stage.GRADER, f"the grader failed on this submission ({last}); please report it")
+        report = _error_row(err, job.name)
     clock.stop()
     phases = clock.phases
-    report.file = job.get("display", name)
+    report.file = job.display
     phases["total"] = time.perf_counter() - t0
     phases["other"] = max(0.0, phases["total"] - sum(phases.get(p, 0.0) for p in (*PROGRESS, Stage.COUNTERS)))
-    channel.send_raw('{"event": "result", "phases": %s, "report": %s}' % (json.dumps(phases), report.model_dump_json()))
+    channel.send(Result(report=report, phases=phases))
 
 
 def probe() -> dict:
@@ -204,7 +219,7 @@ def probe() -> dict:
 def main(argv: list[str] | None = None) -> int:
     """`python -m grader.worker --fd N` (grade one job, module docstring) or `--probe`; returns the exit code
     (a graded job ends the process with os._exit(0) instead)."""
-    p = argparse.ArgumentParser(prog="python -m grader.worker", description="grader.batch's grading process")
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description="grader.batch's grading process")
     p.add_argument("--fd", type=int, help="file descriptor for messages to the parent")
     p.add_argument("--probe", action="store_true", help="print the visible GPUs as JSON and exit")
     args = p.parse_args(argv)
@@ -228,11 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:  # never ready: the batch stops (grader.pool.WorkerStartError) instead of blaming a submission
         print(problem, file=sys.stderr)
         return EXIT_GRADER
-    channel.send(event="ready", t=time.time())
+    channel.send(Ready(t=time.time()))
     line = sys.stdin.readline()
     if not line.strip():
         return 0
-    grade_job(json.loads(line), channel)
+    grade_job(Job.from_line(line), channel)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no CUDA teardown: after a fault it can hang or fail; the driver frees the context

@@ -28,6 +28,7 @@ from conftest import alive, ended, wait_until
 from grader import batch, gradebook as gb, pool
 from grader.errors import EXIT_INPUT
 from grader.gradescope import gradescope_results
+from grader.protocol import BatchSettings, Job, event_line
 from grader.report import CompileSummary, GradeReport
 from grader.text import markdown_cell
 from grader.verify import Verification
@@ -173,8 +174,8 @@ def test_worker_clock_announces_compile_and_run_and_times_phases():
     sent = []
 
     class Chan:
-        def send(self, **msg):
-            sent.append(msg["stage"])
+        def send(self, event):
+            sent.append(event.stage)
 
     clock = PhaseClock(Chan())
     for stage in STAGES:
@@ -240,8 +241,8 @@ def test_names_that_are_not_utf8_or_hold_controls_give_escaped_distinct_ids(tmp_
         assert it.problem is None and it.id.isprintable() and it.path.isprintable(), it
         assert it.sha256 == hashlib.sha256(gold + name).hexdigest()
         assert os.fsencode(it.real).startswith(os.path.join(os.fsencode(cls), name))
-        job = json.loads(json.dumps({"path": str(it.real)}))  # as pool.run_jobs sends it to the worker
-        assert open(job["path"], "rb").read() == gold + name
+        job = Job.from_line(Job.for_item(it, BatchSettings()).to_line())  # as the pool sends it to the worker
+        assert open(job.path, "rb").read() == gold + name
     assert items["caf\\xe9"].path.endswith("/caf\\xe9.cu") and items["caf\\\\xe9"].path.endswith("/caf\\\\xe9.cu")
     assert items["st\\xfcdent"].path.endswith("/k\\xff.cu")
 
@@ -579,7 +580,82 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_the_batch_own_files_are_not_in_the_resume_key():
-    assert {"batch.py", "pool.py", "gradebook.py", "worker.py"} <= batch.NOT_RESULT_SOURCES
+    from grader import worker
+
+    own = {Path(m.__file__).name for m in (batch, pool, gb, worker)}
+    assert own <= batch.plumbing_files()
+    assert not own & {Path(name).name for name, _ in batch.digest_files(ROOT / "grader", ROOT / "reference_kernels")}
+
+
+def _copy_for_digest(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of grader/ (without caches) and reference_kernels/ under tmp_path."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    return (Path(shutil.copytree(ROOT / "grader", tmp_path / "grader", ignore=ignore)),
+            Path(shutil.copytree(ROOT / "reference_kernels", tmp_path / "reference_kernels", ignore=ignore)))
+
+
+def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
+    grader_dir, kernels_dir = _copy_for_digest(tmp_path)
+    first = batch.grader_digest(grader_dir, kernels_dir)
+    assert first == batch.grader_digest(ROOT / "grader", ROOT / "reference_kernels") == batch.grader_digest()
+
+    def changed(path: Path, text: str = "\n// edited\n") -> bool:
+        before = batch.grader_digest(grader_dir, kernels_dir)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+        return batch.grader_digest(grader_dir, kernels_dir) != before
+
+    assert changed(grader_dir / "kernels" / "floor.cu")  # a nested folder
+    (grader_dir / "source").mkdir()  # a stage subpackage, as a later move makes them
+    (grader_dir / "source" / "__init__.py").write_text("")
+    assert batch.grader_digest(grader_dir, kernels_dir) != first
+    assert changed(grader_dir / "source" / "__init__.py", "X = 1\n")
+    (grader_dir / "source" / "deeper").mkdir()
+    (grader_dir / "source" / "deeper" / "table.json").write_text("{}")
+    assert changed(grader_dir / "source" / "deeper" / "table.json", " ")
+    assert changed(grader_dir / "host_macros.json", " ")
+    assert changed(kernels_dir / "suite.py", "# edited\n") and changed(kernels_dir / "chain.cu")
+    for own in batch.plumbing_files():  # the batch's own modules do not change a grade
+        assert not changed(grader_dir / own, "# edited\n"), own
+    (grader_dir / "source" / "__pycache__").mkdir()
+    (grader_dir / "source" / "__pycache__" / "x.py").write_text("")
+    assert not changed(grader_dir / "source" / "__pycache__" / "x.py", "# a cache\n")
+
+
+def test_result_keys_of_existing_settings_are_unchanged(monkeypatch):
+    from grader.protocol import BatchSettings
+
+    import grader
+
+    # the keys main gave before the settings became a model (rows graded then still resume)
+    monkeypatch.setattr(grader, "__version__", "v")
+    monkeypatch.setattr(batch, "grader_digest", lambda: "d")
+    alice = batch.Item(id="alice", path="class/alice.cu", sha256="ab" * 32)
+    bob = batch.Item(id="bob", path="class/bob.zip", problem="class/bob.zip: an archive")
+    limits = {"compile_limit": 5.0, "run_limit": 9.0, "memory_limit_gib": 1.0, "sandbox": False}
+    key = batch.settings_for(BatchSettings(arch="sm_90", seed=7, **limits), ["NVIDIA H200", "NVIDIA H200"])
+    assert batch.result_key(alice, key) == "c0868722bbdc33c225e6eaa09329d6459f8795f250c321996de0ada27c81b07c"
+    key = batch.settings_for(BatchSettings(counters=True), [])
+    assert batch.result_key(alice, key) == "c2c7693e77238e53bb59ed05f4962fd8dbf0cc96bbd6435d1ce799ed98995b81"
+    key = batch.settings_for(BatchSettings(), [])
+    assert batch.result_key(bob, key) == "3693deb2d2d107a263a9e9d776f2273641886e6a55d5386fb90e33c9ebb6bc7d"
+    slow = batch.settings_for(BatchSettings(counters_when_slow=True), [])  # a new setting: a key of its own
+    assert slow == {**key, "counters_when_slow": True} and batch.result_key(bob, slow) != batch.result_key(bob, key)
+
+
+def test_resume_regrades_what_is_missing_asked_for_or_graded_without_a_gpu():
+    items = [batch.Item(id=i, path=f"{i}.cu", key=i) for i in ("new", "gold", "error", "no-gpu", "busy")]
+    known = {r.key: r for r in (_row("gold", "gold", "fine", 0.95), _row("error"), _row("no-gpu", "no-gpu"),
+                                _row("busy", "busy"))}
+    ids = lambda todo: [it.id for it in todo]  # noqa: E731
+    todo, kept = batch.resume(items, known)
+    assert ids(todo) == ["new"] and sorted(kept) == ["busy", "error", "gold", "no-gpu"]
+    assert ids(batch.resume(items, known, retry_errors=True)[0]) == ["new", "error"]
+    todo, kept = batch.resume(items, known, gpu_seen=True)
+    assert ids(todo) == ["new", "no-gpu", "busy"] and sorted(kept) == ["error", "gold"]
+    assert ids(batch.resume(items, known, regrade=True)[0]) == ids(items)
+    items[1].submitted_at = "2024-01-01"  # a kept row carries the submitters the export names now
+    assert batch.resume(items, known)[1]["gold"].submitted_at == "2024-01-01"
 
 
 def test_exit_codes_are_documented():
@@ -699,14 +775,14 @@ def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path
     monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))
     monkeypatch.setattr(sandbox, "_required", False)
     sent = []
-    channel = type("C", (), {"send": lambda self, **m: sent.append(m), "send_raw": lambda self, s: sent.append(s)})()
+    channel = type("C", (), {"send": lambda self, event: sent.append(event)})()
     src = tmp_path / "a.cu"
     src.write_bytes(b"__global__ void biasGeluFused() {}\n")
-    job = {"path": str(src), "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "name": "a.cu",
-           "display": "a.cu", "arch": None, "seed": None, "sandbox": True}
+    job = Job(path=str(src), sha256=hashlib.sha256(src.read_bytes()).hexdigest(), name="a.cu", display="a.cu",
+              settings=BatchSettings(arch=None, seed=None, sandbox=True))
     monkeypatch.chdir(tmp_path)
     worker.grade_job(job, channel)
-    result = json.loads(sent[-1])["report"]
+    result = json.loads(event_line(sent[-1]))["report"]
     assert result["verdict"] == "error" and result["stage"] == "grader"
     assert "sandbox is not available: no Landlock (test)" in result["reason"] and "not compiled" in result["reason"]
 

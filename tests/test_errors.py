@@ -19,6 +19,7 @@ from grader.cli import main
 from grader.device import KERNEL_FAULTS, Gpu, grader_call_failed
 from grader.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
                            SubmissionError)
+from grader.protocol import Job
 
 from conftest import ROOT, SUBMISSIONS
 from fake_gpu import FakeGpu
@@ -240,8 +241,7 @@ def _grade_job(tmp_path, monkeypatch, error: Exception) -> dict:
 
     monkeypatch.setattr(grader.grade, "grade_file", failing)
     r, w = os.pipe()
-    job = {"path": str(src), "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "name": "s.cu",
-           "display": "s.cu"}
+    job = Job(path=str(src), sha256=hashlib.sha256(src.read_bytes()).hexdigest(), name="s.cu", display="s.cu")
     worker.grade_job(job, worker.Channel(w))
     os.close(w)
     with os.fdopen(r) as f:

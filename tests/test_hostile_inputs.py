@@ -314,11 +314,12 @@ def test_a_folder_that_cannot_be_listed_is_said_so(tmp_path, monkeypatch):
 def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
     import os
 
+    from grader.protocol import Job
     from grader.worker import Channel, grade_job
 
     monkeypatch.chdir(tmp_path)
     r, w = os.pipe()
-    job = {"path": str(tmp_path / "gone.cu"), "sha256": "0" * 64, "name": "gone.cu", "display": "class/gone.cu"}
+    job = Job(path=str(tmp_path / "gone.cu"), sha256="0" * 64, name="gone.cu", display="class/gone.cu")
     grade_job(job, Channel(w))
     os.close(w)
     with os.fdopen(r) as f:

@@ -39,8 +39,11 @@ LAYERS = [
     ["grader.measure", "grader.chain", "grader.report"],
     ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled",
      "grader.feedback"],
-    # a class: one worker process per submission, the pool of them, the batch command
-    ["grader.worker", "grader.gradebook", "grader.pool"],
+    # a class: what the batch, its pool and its workers say to each other (grader.protocol), one worker process
+    # per submission, the pool of them, finding the submissions, the batch command
+    ["grader.protocol"],
+    ["grader.worker"],
+    ["grader.gradebook", "grader.pool", "grader.discovery"],
     # the class page, from the gradebook
     ["grader.classpage"],
     ["grader.batch"],

@@ -210,8 +210,8 @@ def test_grade_batch_passes_counters_when_slow_to_its_workers(tmp_path, monkeypa
 
     seen = {}
 
-    def run_jobs(todo, slots, **kw):
-        seen.update(kw)
+    def run_jobs(todo, slots, settings, **kw):
+        seen.update(settings.model_dump())
         return True
 
     monkeypatch.setattr(batch, "run_jobs", run_jobs)
