@@ -11,7 +11,7 @@ the copies, at the benchmark shape, so the deleted store and load show in number
     staged chain<4>               3 kernels  7
     fused chain<4>                1 kernel   3
 
-The page's kernels run at width 4 (reference_kernels.suite.WIDE: one float4 per thread), the width that
+The page's kernels (grader.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
 reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
 timing holds the GPU's grading lock; a disturbed timing (grader.contention) shows no table. Outputs are not
 checked here: the graded measurement already checked every timed launch of the kernel.
@@ -22,14 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader import exercise
-from grader import kernel_cache
 from grader.contention import disturbed, gpu_turn
 from grader.device import Gpu
 from grader.errors import Busy
 from grader.launch import LaunchSpec, bind
+from grader.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain, \
+    make_launch
 from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
-from reference_kernels.suite import FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, make_launch, \
-    source_text
 
 BUFFERS = 6
 """Benchmark-sized float32 buffers: x, r, t1, t2, out, and the copies' destination (t2 is reused)."""
@@ -57,9 +56,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     n = rows * cols
     page = chain_kernels(WIDE)
     names = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
-    compiled = kernel_cache.compiled(source_text("chain.cu"), "chain.cu", tuple(page[k].expr for k in names),
-                               gpu.info.arch)
-    loaded = gpu.load(compiled)
+    loaded = load_chain(gpu, [page[k] for k in names])
     big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
     bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
     try:

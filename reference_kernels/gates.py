@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from grader.device import Gpu
 from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.verify import GuardedRun, compare, guard_damage, guard_text
-from reference_kernels import expected as ref
-from reference_kernels.suite import (
-    FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSIONS, Version, chain_versions,
-    launch_kernel, make_launch, rope_versions,
+from grader.page_kernels import (
+    FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
 )
+from reference_kernels import expected as ref
+from reference_kernels.suite import BF16_VERSIONS, GELU_FORMS, TO_BF16, rope_versions
 
 ROPE_SHAPE = (3, 17, 5, 64)
 """B, S, H, D of the RoPE gates (the page's ragged shape)."""

@@ -3,9 +3,10 @@
 Timing is the grader's own (grader.timing.TableTimer): launches alternate in rounds and the floor is the
 fastest of grader.timing.CopyFloor's three copies, measured in the same timer; rows are grader.timing.TimedRow.
 Buffers are sized like the grader's benchmark (grader.timing.bench_shape: each float32 buffer at least 16x
-the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s = 1e9 bytes/s of bytes read
-plus bytes written, from each kernel's byte model in reference_kernels.suite; x copy = GB/s over the floor's
-GB/s (for a kernel that moves what a copy moves, the floor's time over the kernel's).
+the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s =
+1e9 bytes/s of bytes read plus bytes written, from each kernel's byte model (its LaunchSpec: grader.timing.Timed
+reads it); x copy = GB/s over the floor's GB/s (for a kernel that moves what a copy moves, the floor's time over
+the kernel's).
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from collections.abc import Callable
 from grader import exercise
 from grader.device import Gpu
 from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from grader.page_kernels import FUSED, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch
 from reference_kernels import expected as ref
-from reference_kernels.suite import (
-    BF16_VERSIONS, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
-    rope_versions,
-)
+from reference_kernels.suite import BF16_VERSIONS, TO_BF16, rope_versions
 
 ROPE_BENCH = (2048, 32, 128)
 """S, H, D of the timed RoPE tensors (a Llama-7B-like layer, the page's 512 KiB tables); B makes each tensor
@@ -109,8 +108,9 @@ def chain_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSetting
 
 def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
                elements: int | None = None) -> Table:
-    """Time both bf16 GELUs (llm.c's tanhf form and the sigmoid form) on `elements` bf16 values (default: as many bytes as a benchmark float32 buffer,
-    rounded down to a multiple of 8) against a copy of the same bytes."""
+    """Time both bf16 GELUs (llm.c's tanhf form and the sigmoid form) on `elements` bf16 values (default: as
+    many bytes as a benchmark float32 buffer, rounded down to a multiple of 8) against a copy of the same
+    bytes."""
     if elements is None:
         rows, cols = _bench_elements(gpu, 4)
         elements = 2 * rows * cols
@@ -124,7 +124,8 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
             gpu.sync()
         finally:
             tmp.close()
-        launches = {v.label: make_launch(gpu, loaded, v, {"in": src, "out": out}, {"n": n}, 1, n) for v in BF16_VERSIONS}
+        launches = {v.label: make_launch(gpu, loaded, v, {"in": src, "out": out}, {"n": n}, 1, n)
+                    for v in BF16_VERSIONS}
         return _time_table(gpu, floor, "bf16 GELU", f"{n} bf16 values, {n * 2 / 2**30:.2f} GiB per buffer", n,
                            list(BF16_VERSIONS), launches, src, out, n // 2, settings)
     finally:

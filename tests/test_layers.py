@@ -33,8 +33,8 @@ LAYERS = [
     ["grader.program"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
     ["grader.kernel_cache"],
-    # the GPU (and the reference kernels as data, which the chain's rows launch)
-    ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
+    # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
+    ["grader.device", "grader.kernels", "grader.capture", "grader.page_kernels"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
     ["grader.measure", "grader.chain", "grader.report"],
     ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled",
@@ -48,7 +48,7 @@ LAYERS = [
     ["grader.classpage"],
     ["grader.batch"],
     # the reference kernels' self-check, built on the grader's launch, check and measure layers
-    ["reference_kernels.expected"],
+    ["reference_kernels.suite", "reference_kernels.expected"],
     ["reference_kernels.gates", "reference_kernels.timed"],
     ["reference_kernels.selfcheck_report", "reference_kernels.counted"],
     ["reference_kernels.selfcheck"],
