@@ -39,6 +39,9 @@ a shorter warm-up touches the new buffers. Its rows are shown, never graded, and
 rounds, until each median's relative standard error is under 1% (their spread and rounds are shown). 10 rounds
 after a 10 ms warm-up once gave a row an 8% spread on the H200, which the disturbance check refuses."""
 
+PAGE_KERNELS = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
+"""The page's kernels the table launches (at WIDE): the staged chain's three, and the fused chain."""
+
 YOURS = exercise.KERNEL_NAME
 YOURS_CHAIN = MODEL_ANSWER
 """Row labels of the student's two rows: the kernel alone, and the kernel then the page's residual add."""
@@ -55,8 +58,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     rows, cols = bench_shape(gpu.info, BUFFERS, free_bytes=gpu.free_bytes())
     n = rows * cols
     page = chain_kernels(WIDE)
-    names = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
-    loaded = load_chain(gpu, [page[k] for k in names])
+    loaded = load_chain(gpu, [page[k] for k in PAGE_KERNELS])
     big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
     bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
     try:
@@ -64,25 +66,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
         fill(big["x"], n, 3, *exercise.INPUT_X_RANGE)
         fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
         fill(big["r"], n, 5, -1.0, 1.0)
-        buffers = {**big, "bias": bias}
-        versions = chain_versions(WIDE)
-        yours = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["out"]},
-                                                                  rows, cols))
-        into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["t1"]},
-                                                                    rows, cols))
-        residual = make_launch(gpu, loaded, versions["addResidual"], {**buffers, "x": big["t1"]},
-                               {"cols": cols, "n": n}, rows, cols)
-
-        def yours_chain() -> None:
-            into_t1()
-            residual()
-
-        timed = [Timed(YOURS, yours, values_per_elem=exercise.FLOATS_PER_ELEMENT),
-                 Timed(YOURS_CHAIN, yours_chain, values_per_elem=versions[MODEL_ANSWER].values_per_elem, kernels=2)]
-        for name in (STAGED, FUSED):
-            v = versions[name]
-            timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, {"cols": cols, "n": n}, rows, cols),
-                               values_per_elem=v.values_per_elem, kernels=len(v.kernels), per_thread=v.per_thread))
+        timed = _rows(gpu, loaded, kernel, spec, launch_values, {**big, "bias": bias}, rows, cols)
         with gpu_turn(gpu):
             timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n)
             timer.run(settings)
@@ -94,3 +78,30 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     finally:
         for buf in (*big.values(), bias):
             buf.close()
+
+
+def _rows(gpu: Gpu, loaded: dict, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+          buffers: dict, rows: int, cols: int) -> list[Timed]:
+    """The table's versions: the student's kernel alone (into out), the student's kernel into t1 then the
+    page's addResidual (t1 + r into out), the page's staged and fused chains. Each row's byte model is its
+    kernels' LaunchSpecs: the submission's (the exercise's 2 floats) and the page's."""
+    n = rows * cols
+    scalars = {"cols": cols, "n": n}
+    versions = chain_versions(WIDE)
+    yours = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["out"]}, rows, cols))
+    into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["t1"]}, rows, cols))
+    add_residual = versions["addResidual"]
+    residual = make_launch(gpu, loaded, add_residual, {**buffers, "x": buffers["t1"]}, scalars, rows, cols)
+
+    def yours_chain() -> None:
+        into_t1()
+        residual()
+
+    timed = [Timed(YOURS, yours, (spec,)), Timed(YOURS_CHAIN, yours_chain, (spec, *add_residual.specs))]
+    for name in (STAGED, FUSED):
+        v = versions[name]
+        timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, scalars, rows, cols), v.specs,
+                           per_thread=v.per_thread))
+    return timed

@@ -144,7 +144,7 @@ def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, i
     try:
         redraw(-1)
         launch = bind(gpu, kernel, spec, rows, cols, launch_values({"x": x, "bias": bias, "out": out}, rows, cols))
-        subject = Timed(exercise.KERNEL_NAME, launch, values_per_elem=exercise.FLOATS_PER_ELEMENT)
+        subject = Timed(exercise.KERNEL_NAME, launch, (spec,))
         floor = CopyFloor(gpu)
         with gpu_turn(gpu):  # other gradings on this GPU wait; their numbers and ours stay clean
             load = wait_for_quiet(gpu)

@@ -30,10 +30,9 @@ QUICK = TimerSettings(warmup_ms=5.0, min_reps=3, target_rse=1.0, cap_s=0.5)
 
 
 def _timed(versions: list[Version], launches: dict[str, Callable[[], None]]) -> list[Timed]:
-    """The versions as grader.timing.Timed entries: label, launch, byte model, kernels and work per thread."""
-    return [Timed(v.label, launches[v.label], values_per_elem=v.values_per_elem,
-                  value_bytes=v.kernels[0].value_bytes, kernels=len(v.kernels), per_thread=v.per_thread)
-            for v in versions]
+    """The versions as grader.timing.Timed entries: label, launch, the kernels' LaunchSpecs (the byte model)
+    and work per thread."""
+    return [Timed(v.label, launches[v.label], v.specs, per_thread=v.per_thread) for v in versions]
 
 
 def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versions: list[Version],
