@@ -163,7 +163,7 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
 
 def check_launch_fits(limits: dict[str, int], contract: Contract) -> None:
     """Refuse, with the reason, a block larger than the loaded kernel allows (limits: Gpu.kernel_limits; the
-    driver's own answer would be CUDA_ERROR_INVALID_VALUE). Raises SubmissionError(stage "launch")."""
+    driver's own answer would be CUDA_ERROR_INVALID_VALUE). Raises SubmissionError(Stage.LAUNCH)."""
     most = limits.get("max_threads_per_block")
     if most is not None and contract.block > most:
         fits = max(32, most // 32 * 32)
