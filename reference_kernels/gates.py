@@ -132,6 +132,14 @@ def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, la
         gates.append(_inputs_gate(f"{tag}: inputs unchanged", scratch))
     finally:
         scratch.close()
+    return gates + _rope_bit_gates(tag, outs)
+
+
+def _rope_bit_gates(tag: str, outs: dict[str, np.ndarray]) -> list[Gate]:
+    """The bitwise gates of one RoPE case over its outputs (`outs`: by version label, "LABEL k" for a fused
+    kernel's k output, "k" for ropeInterleaved<1> on k): every interleaved kernel equals ropeInterleaved<1>, the
+    wide half-split kernels equal ropeHalfSplit<1>, and the half-split kernels differ from the interleaved."""
+    gates = []
     base_label = rope_versions(1)["ropeInterleaved"].label
     base_out = outs[base_label]
     for label, got in outs.items():
