@@ -19,10 +19,15 @@ LAYERS = [
     ["grader.pragmas"],
     # readers of its tokens: the include policy, the whole-program tokens
     ["grader.directives", "grader.program_tokens"],
+    # a whole program's declarations, and what each one is
+    ["grader.program_split"],
+    ["grader.program_declarators"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass", "grader.clocks",
-     "grader.gradescope_export"],
+    # (finding and running a disassembler, below the machine code's facts)
+    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass_disassembler",
+     "grader.clocks", "grader.gradescope_export"],
+    ["grader.sass"],
     # reading a submission
     ["grader.contract", "grader.sandbox", "grader.toolkit", "grader.worth"],
     ["grader.predefined"],
