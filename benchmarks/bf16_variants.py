@@ -74,9 +74,10 @@ def main() -> int:
     InputFiller(gpu)(tmp, n, 6, -4.0, 4.0)
     bind(gpu, kernels["toBf16"], LaunchSpec(ION), 1, n, {"in": tmp, "out": src, "n": n})()
     gpu.sync()
-    timed = [Timed(label, bind(gpu, kernels[k], LaunchSpec(ION, elems_per_thread=per, values_per_elem=2, value_bytes=2),
-                               1, n, {"in": src, "out": out, "n": n}), values_per_elem=2, value_bytes=2, per_thread=per)
-             for label, (k, per) in VARIANTS.items()]
+    specs = {label: LaunchSpec(ION, elems_per_thread=per, values_per_elem=2, value_bytes=2)
+             for label, (_, per) in VARIANTS.items()}
+    timed = [Timed(label, bind(gpu, kernels[k], specs[label], 1, n, {"in": src, "out": out, "n": n}), (specs[label],),
+                   per_thread=per) for label, (k, per) in VARIANTS.items()]
     timer = TableTimer(gpu, CopyFloor(gpu), timed, n, src, out, n // 2)
     timer.run()
     table = timer.table("bf16 variants", f"{n} bf16 values")

@@ -28,7 +28,8 @@ from grader.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # noqa:
 from grader.timing import gbs  # noqa: E402
 from reference_kernels.selfcheck_report import byte_counts, goals  # noqa: E402
 from reference_kernels.selfcheck import run_selfcheck  # noqa: E402
-from reference_kernels.suite import FUSED, compile_suite  # noqa: E402
+from grader.page_kernels import FUSED  # noqa: E402
+from reference_kernels.suite import compile_suite  # noqa: E402
 from reference_kernels.timed import QUICK  # noqa: E402
 
 TORCH_REPS = 20

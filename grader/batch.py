@@ -65,19 +65,11 @@ def plumbing_files() -> set[str]:
     return {Path(f).resolve().relative_to(base).as_posix() for f in (__file__, *(m.__file__ for m in PLUMBING))}
 
 
-def reference_files() -> set[str]:
-    """The files of reference_kernels/ a grading reads, relative to it: reference_kernels.suite (the chain's
-    rows and the profiled child's model answer come from it) and the sources of its chain kernels."""
-    from reference_kernels import suite
-
-    sources = {kd.source for width in suite.WIDTHS for kd in suite.chain_kernels(width).values()}
-    return {Path(suite.__file__).name, *sources}
-
-
-def digest_files(grader_dir: Path, kernels_dir: Path) -> list[tuple[str, Path]]:
+def digest_files(grader_dir: Path) -> list[tuple[str, Path]]:
     """(name, path) of every file a grade depends on, sorted by name: each RESULT_SUFFIXES file at any depth
-    under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out) and the
-    reference_files() of `kernels_dir` (names `reference_kernels/...`)."""
+    under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out). The
+    page's chain kernels are among them (grader/kernels/chain.cu, grader/page_kernels.py): a grading reads
+    nothing of reference_kernels/."""
     skipped = plumbing_files()
     found = []
     for f in grader_dir.rglob("*"):
@@ -85,20 +77,16 @@ def digest_files(grader_dir: Path, kernels_dir: Path) -> list[tuple[str, Path]]:
         if (f.suffix in RESULT_SUFFIXES and f.is_file() and rel.as_posix() not in skipped
                 and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts)):
             found.append((f"grader/{rel.as_posix()}", f))
-    found += [(f"reference_kernels/{name}", kernels_dir / name) for name in reference_files()]
     return sorted(found)
 
 
-def grader_digest(grader_dir: Path | None = None, kernels_dir: Path | None = None) -> str:
+def grader_digest(grader_dir: Path | None = None) -> str:
     """sha256 (first 16 hex digits) of the names and bytes of digest_files(): a change to any of them changes
-    every row's key, so the next batch regrades. The folders default to the installed grader/ and
-    reference_kernels/. Raises OSError when one of the files cannot be read."""
-    from reference_kernels import suite
-
+    every row's key, so the next batch regrades. The folder defaults to the installed grader/. Raises OSError
+    when one of the files cannot be read."""
     grader_dir = grader_dir or Path(grader.__file__).resolve().parent
-    kernels_dir = kernels_dir or Path(suite.__file__).resolve().parent
     h = hashlib.sha256()
-    for name, f in digest_files(grader_dir, kernels_dir):
+    for name, f in digest_files(grader_dir):
         h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

@@ -11,7 +11,7 @@ the copies, at the benchmark shape, so the deleted store and load show in number
     staged chain<4>               3 kernels  7
     fused chain<4>                1 kernel   3
 
-The page's kernels run at width 4 (reference_kernels.suite.WIDE: one float4 per thread), the width that
+The page's kernels (grader.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
 reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
 timing holds the GPU's grading lock; a disturbed timing (grader.contention) shows no table. Outputs are not
 checked here: the graded measurement already checked every timed launch of the kernel.
@@ -22,14 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader import exercise
-from grader import kernel_cache
 from grader.contention import disturbed, gpu_turn
 from grader.device import Gpu
 from grader.errors import Busy
 from grader.launch import LaunchSpec, bind
+from grader.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain, \
+    make_launch
 from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
-from reference_kernels.suite import FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, make_launch, \
-    source_text
 
 BUFFERS = 6
 """Benchmark-sized float32 buffers: x, r, t1, t2, out, and the copies' destination (t2 is reused)."""
@@ -39,6 +38,9 @@ CHAIN_SETTINGS = TimerSettings(warmup_ms=50.0, min_reps=20, target_rse=0.01, cap
 a shorter warm-up touches the new buffers. Its rows are shown, never graded, and differ by 2x and more: 20
 rounds, until each median's relative standard error is under 1% (their spread and rounds are shown). 10 rounds
 after a 10 ms warm-up once gave a row an 8% spread on the H200, which the disturbance check refuses."""
+
+PAGE_KERNELS = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
+"""The page's kernels the table launches (at WIDE): the staged chain's three, and the fused chain."""
 
 YOURS = exercise.KERNEL_NAME
 YOURS_CHAIN = MODEL_ANSWER
@@ -56,10 +58,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     rows, cols = bench_shape(gpu.info, BUFFERS, free_bytes=gpu.free_bytes())
     n = rows * cols
     page = chain_kernels(WIDE)
-    names = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
-    compiled = kernel_cache.compiled(source_text("chain.cu"), "chain.cu", tuple(page[k].expr for k in names),
-                               gpu.info.arch)
-    loaded = gpu.load(compiled)
+    loaded = load_chain(gpu, [page[k] for k in PAGE_KERNELS])
     big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
     bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
     try:
@@ -67,25 +66,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
         fill(big["x"], n, 3, *exercise.INPUT_X_RANGE)
         fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
         fill(big["r"], n, 5, -1.0, 1.0)
-        buffers = {**big, "bias": bias}
-        versions = chain_versions(WIDE)
-        yours = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["out"]},
-                                                                  rows, cols))
-        into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values({"x": big["x"], "bias": bias, "out": big["t1"]},
-                                                                    rows, cols))
-        residual = make_launch(gpu, loaded, versions["addResidual"], {**buffers, "x": big["t1"]},
-                               {"cols": cols, "n": n}, rows, cols)
-
-        def yours_chain() -> None:
-            into_t1()
-            residual()
-
-        timed = [Timed(YOURS, yours, values_per_elem=exercise.FLOATS_PER_ELEMENT),
-                 Timed(YOURS_CHAIN, yours_chain, values_per_elem=versions[MODEL_ANSWER].values_per_elem, kernels=2)]
-        for name in (STAGED, FUSED):
-            v = versions[name]
-            timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, {"cols": cols, "n": n}, rows, cols),
-                               values_per_elem=v.values_per_elem, kernels=len(v.kernels), per_thread=v.per_thread))
+        timed = _rows(gpu, loaded, kernel, spec, launch_values, {**big, "bias": bias}, rows, cols)
         with gpu_turn(gpu):
             timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n)
             timer.run(settings)
@@ -97,3 +78,30 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     finally:
         for buf in (*big.values(), bias):
             buf.close()
+
+
+def _rows(gpu: Gpu, loaded: dict, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+          buffers: dict, rows: int, cols: int) -> list[Timed]:
+    """The table's versions: the student's kernel alone (into out), the student's kernel into t1 then the
+    page's addResidual (t1 + r into out), the page's staged and fused chains. Each row's byte model is its
+    kernels' LaunchSpecs: the submission's (the exercise's 2 floats) and the page's."""
+    n = rows * cols
+    scalars = {"cols": cols, "n": n}
+    versions = chain_versions(WIDE)
+    yours = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["out"]}, rows, cols))
+    into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["t1"]}, rows, cols))
+    add_residual = versions["addResidual"]
+    residual = make_launch(gpu, loaded, add_residual, {**buffers, "x": buffers["t1"]}, scalars, rows, cols)
+
+    def yours_chain() -> None:
+        into_t1()
+        residual()
+
+    timed = [Timed(YOURS, yours, (spec,)), Timed(YOURS_CHAIN, yours_chain, (spec, *add_residual.specs))]
+    for name in (STAGED, FUSED):
+        v = versions[name]
+        timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, scalars, rows, cols), v.specs,
+                           per_thread=v.per_thread))
+    return timed

@@ -3,17 +3,19 @@
   grade FILE [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N] ...   grade one file
   grade file FILE [...]                      the same: for a file named like a command (`grade file batch`)
   grade --json-schema                        print the JSON schema of --json's output
-  grade selfcheck [...]                      run the reference-kernel suite (reference_kernels.selfcheck)
+  grade selfcheck [...]                      run the reference-kernel suite (reference_kernels.selfcheck, an
+                                             entry point of the group grade.commands: command_entry_point)
   grade batch PATH... [...]                  grade a class (grader.batch)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
   grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
 nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,
-merge_parser, reference_kernels.selfcheck.parser), adopted into the tree with `parents=`, so `grade batch -h`
-is the batch's own help; main() builds only the command it runs, so `grade FILE` imports neither the batch nor
-the self-check. A first word that is no file and close to a command's name gets "did you mean"
-(command_typo); one that is no file and is followed by more words is not taken for a file.
+merge_parser, reference_kernels.selfcheck.parser through its entry point), adopted into the tree with
+`parents=`, so `grade batch -h` is the batch's own help; main() builds only the command it runs, so
+`grade FILE` imports neither the batch nor the self-check. A first word that is no file and close to a
+command's name gets "did you mean" (command_typo); one that is no file and is followed by more words is not
+taken for a file.
 
 --json means one thing everywhere: the command's result as JSON on stdout instead of the text report (a
 GradeReport for `grade FILE`, same as --format json; the SelfcheckResult for `grade selfcheck`). --arch takes
@@ -34,6 +36,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grader
 from grader import exercise
@@ -41,6 +45,9 @@ from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_I
                            GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
 from grader.options import HelpFormatter, arch_type, positive_seconds, seed_type
 from grader.text import printable
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "error": EXIT_FAIL,
                    "no-gpu": EXIT_NO_GPU, "busy": EXIT_BUSY}
@@ -66,10 +73,64 @@ def _file() -> tuple[argparse.ArgumentParser, Run]:
     return single_parser(), run_file
 
 
-def _selfcheck() -> tuple[argparse.ArgumentParser, Run]:
-    from reference_kernels import selfcheck
+COMMAND_GROUP = "grade.commands"
+"""The entry-point group of the commands another package of the project adds to `grade` (pyproject.toml:
+`selfcheck = "reference_kernels.selfcheck:command"`): each names a function that returns the command's parser
+and the function that runs it, so the grader never imports reference_kernels (tests/test_layers.py)."""
 
-    return selfcheck.parser(), selfcheck.run
+DISTRIBUTION = "biasgelu-grader"
+"""The project's name in its pyproject.toml (the tree's own, read when the install's metadata lacks a command)."""
+
+
+def command_entry_point(name: str, root: Path | None = None) -> EntryPoint | None:
+    """The COMMAND_GROUP entry point called `name`: the installed metadata's, else the one in the pyproject.toml
+    of the tree this grader was imported from (`root`, default the folder above grader/: a checkout run
+    without installing, or installed before the entry point was added). None when neither has it."""
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=COMMAND_GROUP, name=name))
+    if found:
+        return found[0]
+    return tree_entry_points(root or Path(__file__).resolve().parent.parent).get(name)
+
+
+def tree_entry_points(root: Path) -> dict[str, EntryPoint]:
+    """The COMMAND_GROUP entry points of root/pyproject.toml, by name; none when the file is missing, unreadable
+    or another project's."""
+    import tomllib
+    from importlib.metadata import EntryPoint
+
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    if project.get("name") != DISTRIBUTION:
+        return {}
+    group = project.get("entry-points", {}).get(COMMAND_GROUP, {})
+    return {n: EntryPoint(name=n, value=v, group=COMMAND_GROUP) for n, v in group.items() if isinstance(v, str)}
+
+
+def _entry_point_command(name: str) -> Callable[[], tuple[argparse.ArgumentParser, Run]]:
+    """The `load` of command `name`, provided through COMMAND_GROUP (command_entry_point): its function's
+    (parser, run). Where there is none, or it does not import, a stand-in whose run says why on stderr and
+    returns EXIT_GRADER (the install, not the user)."""
+    def load() -> tuple[argparse.ArgumentParser, Run]:
+        entry = command_entry_point(name)
+        try:
+            if entry is not None:
+                return entry.load()()
+            why = f"no `{name}` entry point in the group {COMMAND_GROUP!r} (pyproject.toml)"
+        except ImportError as err:
+            why = f"its module does not import ({err})"
+
+        def missing(_args: argparse.Namespace, _parser: argparse.ArgumentParser) -> int:
+            print(f"grade {name}: not available in this install: {why}; reinstall the grader (pip install -e .)",
+                  file=sys.stderr)
+            return EXIT_GRADER
+
+        return argparse.ArgumentParser(prog=f"grade {name}"), missing
+
+    return load
 
 
 def _batch() -> tuple[argparse.ArgumentParser, Run]:
@@ -94,7 +155,7 @@ COMMANDS = (
     Command("file", "FILE [options]", "grade one submission's .cu file; `grade file FILE` is the same (for a file "
             "named like a command), `grade file -h` lists its options", _file),
     Command("selfcheck", "selfcheck [options]", "compile the reference kernels, gate them against float64 and time "
-            "them against the copy floor (the course page's report)", _selfcheck),
+            "them against the copy floor (the course page's report)", _entry_point_command("selfcheck")),
     Command("batch", "batch PATH... [options]", "grade a class, each submission in its own process, resumably",
             _batch),
     Command("merge", "merge OUT RESULTS...", "join the results of batch shards into one gradebook", _merge),

@@ -440,7 +440,7 @@ def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Cou
 def kernel_base(name: str) -> str:
     """The function's own name in ncu's demangled "Kernel Name": "biasGeluFused" of
     "biasGeluFused(const float *, ...)" and of a template's "void biasGeluFused<4>(const float *, ...)" (how ncu
-    names the model answer and the page's answer, templates of reference_kernels/chain.cu; on the H200 a
+    names the model answer and the page's answer, templates of grader/kernels/chain.cu; on the H200 a
     startswith test missed both, so no hint had a reference to be measured against)."""
     head = name.split("(", 1)[0].split("<", 1)[0].strip()
     return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]

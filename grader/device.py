@@ -3,7 +3,7 @@
 `open_gpu()` gives a `Gpu`: the current device, the grader's own stream, and the device facts the grader
 sizes its work by (compute capability, L2 size, free memory). Every allocation, copy, fill, module load and
 kernel launch of the grader goes through its methods, so there is one copy of launch code. Errors a kernel
-causes (illegal address, misaligned access, trap) surface at `sync()` as SubmissionError(stage "run"):
+causes (illegal address, misaligned access, trap) surface at `sync()` as SubmissionError(Stage.RUN):
 after one of those the CUDA context is unusable and the process must end (grader.batch isolates each
 submission in a spawned process for that reason).
 """
@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from grader import exercise
 from grader.clocks import ClockLimits, ClockSample, reason_names
 from grader.compile import Compiled
-from grader.errors import GraderError, GraderFault, NoGpuError, SubmissionError
+from grader.errors import GraderError, GraderFault, NoGpuError, Stage, SubmissionError
 from grader.launch import DevicePtr, address
 
 KERNEL_FAULTS = frozenset({
@@ -124,11 +124,11 @@ def visible_arches() -> list[str]:
 
 def grader_call_failed(what: str, err: "BaseException | str") -> GraderError:
     """The error for a failed CUDA call of the grader's own (`what`, e.g. "cuMemGetInfo"): the submission's
-    SubmissionError(stage "run") when the error is a fault its kernel left behind (KERNEL_FAULTS), else a
+    SubmissionError(Stage.RUN) when the error is a fault its kernel left behind (KERNEL_FAULTS), else a
     GraderFault (exit 4) saying it is not the submission's doing."""
     name = err if isinstance(err, str) else cuda_error_name(err)
     if name in KERNEL_FAULTS:
-        return SubmissionError("run", f"the kernel faulted on the GPU: {name}", fault=name)
+        return SubmissionError(Stage.RUN, f"the kernel faulted on the GPU: {name}", fault=name)
     detail = name or (str(err).splitlines() or [type(err).__name__])[0][:200]
     return GraderFault(f"the grader's own CUDA call ({what}) failed: {detail}; this is not the submission's "
                        "doing: run again, and report it if it happens again")
@@ -167,7 +167,7 @@ class Gpu:
     def load(self, compiled: Compiled) -> dict[str, object]:
         """Load a compiled module's cubin; return {kernel name: cuda.core Kernel}.
 
-        Raises SubmissionError(stage "launch") if the driver refuses the cubin.
+        Raises SubmissionError(Stage.LAUNCH) if the driver refuses the cubin.
         """
         from cuda.core import ObjectCode
 
@@ -175,7 +175,7 @@ class Gpu:
             obj = ObjectCode.from_cubin(compiled.cubin)
             return {name: obj.get_kernel(info.mangled) for name, info in compiled.kernels.items()}
         except Exception as err:
-            raise SubmissionError("launch", f"the driver could not load the compiled kernel: {err}") from None
+            raise SubmissionError(Stage.LAUNCH, f"the driver could not load the compiled kernel: {err}") from None
 
     @staticmethod
     def kernel_limits(kernel) -> dict[str, int]:
@@ -200,21 +200,22 @@ class Gpu:
         """Launch `kernel` on the grader's stream. Pass buffers as Buffer or DevicePtr and integers as numpy
         scalars of the parameter's width (a plain Python int would be passed as a pointer-sized value).
 
-        Raises SubmissionError(stage "launch") if the launch is refused (bad grid, too many resources).
+        Raises SubmissionError(Stage.LAUNCH) if the launch is refused (bad grid, too many resources).
         """
         from cuda.core import LaunchConfig, launch
 
         try:
             launch(self.stream, LaunchConfig(grid=tuple(grid), block=tuple(block)), kernel, *args)
         except Exception as err:
-            raise SubmissionError("launch", f"launch with grid {tuple(grid)} block {tuple(block)} failed: {err}") from None
+            raise SubmissionError(Stage.LAUNCH,
+                                  f"launch with grid {tuple(grid)} block {tuple(block)} failed: {err}") from None
 
     def sync(self) -> None:
-        """Wait for the stream. Raises SubmissionError(stage "run") for a fault a kernel caused."""
+        """Wait for the stream. Raises SubmissionError(Stage.RUN) for a fault a kernel caused."""
         try:
             self.stream.sync()
         except Exception as err:
-            raise SubmissionError("run", f"the kernel faulted on the GPU: {_cuda_error_name(err)}",
+            raise SubmissionError(Stage.RUN, f"the kernel faulted on the GPU: {_cuda_error_name(err)}",
                                   fault=cuda_error_name(err)) from None
 
     # --- memory --------------------------------------------------------------------------------

@@ -45,11 +45,6 @@ def verdict_for(fraction: float) -> Verdict:
     return "fail"
 
 
-def straddles(low: float, high: float) -> bool:
-    """True when [low, high] contains a grade threshold."""
-    return any(low < t <= high for t in (exercise.SILVER, exercise.GOLD))
-
-
 def versions() -> dict[str, str]:
     """Versions of the CUDA Python packages and NVRTC in use."""
     from importlib.metadata import PackageNotFoundError, version
@@ -159,7 +154,7 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
         if not v.passed:
             raise WrongOutput(v)
     stage(Stage.TIME)
-    out.measurement = measure(gpu, kernel, spec, contract.launch_values, rng, straddles)
+    out.measurement = measure(gpu, kernel, spec, contract.launch_values, rng)
     try:
         out.chain = chain_table(gpu, kernel, spec, contract.launch_values)
     except GraderError as err:  # the chain is shown, never graded: its failure is a note
@@ -168,7 +163,7 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
 
 def check_launch_fits(limits: dict[str, int], contract: Contract) -> None:
     """Refuse, with the reason, a block larger than the loaded kernel allows (limits: Gpu.kernel_limits; the
-    driver's own answer would be CUDA_ERROR_INVALID_VALUE). Raises SubmissionError(stage "launch")."""
+    driver's own answer would be CUDA_ERROR_INVALID_VALUE). Raises SubmissionError(Stage.LAUNCH)."""
     most = limits.get("max_threads_per_block")
     if most is not None and contract.block > most:
         fits = max(32, most // 32 * 32)

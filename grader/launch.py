@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 
 from grader import exercise
-from grader.errors import SubmissionError
+from grader.errors import Stage, SubmissionError
 
 GridKind = Literal["row", "flat", "stride"]
 
@@ -98,13 +98,13 @@ class LaunchSpec:
         """The grid for a rows x cols problem (a flat one of n elements: rows = 1, cols = n). resident_threads:
         multiprocessors x max threads per multiprocessor, for a stride grid without a declared block count.
 
-        Raises SubmissionError(stage "contract") when a row grid would need more than 65535 rows.
+        Raises SubmissionError(Stage.CONTRACT) when a row grid would need more than 65535 rows.
         """
         per_block = self.block * self.elems_per_thread
         if self.grid == "row":
             if rows > exercise.MAX_GRID_Y:
-                raise SubmissionError("contract", f"a row grid launches one block row per row; {rows} > "
-                                                  f"{exercise.MAX_GRID_Y} (the gridDim.y limit)")
+                raise SubmissionError(Stage.CONTRACT, f"a row grid launches one block row per row; {rows} > "
+                                                      f"{exercise.MAX_GRID_Y} (the gridDim.y limit)")
             return (math.ceil(cols / per_block), rows, 1)
         if self.grid == "flat":
             return (math.ceil(rows * cols / per_block), 1, 1)
@@ -120,7 +120,7 @@ class LaunchSpec:
     def args(self, values: dict[str, object]) -> tuple:
         """The arguments in parameter order. values: every parameter by name; a pointer as an int address, a
         DevicePtr or a cuda.core Buffer (see address). Raises KeyError for a missing value,
-        TypeError for one the kernel has no parameter for, SubmissionError(stage "contract") for a value
+        TypeError for one the kernel has no parameter for, SubmissionError(Stage.CONTRACT) for a value
         that does not fit a 32-bit parameter."""
         extra = set(values) - set(self.names)
         if extra:
@@ -134,8 +134,8 @@ class LaunchSpec:
                 out.append(np.uint64(v))
             elif p.kind == "i32":
                 if not -(2**31) <= int(v) < 2**31:
-                    raise SubmissionError("contract", f"{p.name} = {v} does not fit the kernel's 32-bit "
-                                                      "parameter: declare it size_t")
+                    raise SubmissionError(Stage.CONTRACT, f"{p.name} = {v} does not fit the kernel's 32-bit "
+                                                          "parameter: declare it size_t")
                 out.append(np.int32(v))
             else:
                 out.append(_SCALAR[p.kind](v))

@@ -7,15 +7,15 @@ benchmark shape; by default the benchmark shape of this card), then launches, on
 (LAUNCHES), with the grader's own launch code (grader.launch), so the profiled launches are the graded ones:
 
   1. the submission;
-  2. the exercise's model answer, biasGeluFused<4> of reference_kernels/chain.cu (a row grid, one float4 per
-     thread): what a kernel with 16-byte accesses needs;
+  2. the exercise's model answer, biasGeluFused<4> of grader/kernels/chain.cu (grader.page_kernels: a row
+     grid, one float4 per thread): what a kernel with 16-byte accesses needs;
   3. the page's answer, biasGeluFused<1> (a row grid, one float per thread): what a kernel with 4-byte accesses
      needs;
   4. the 16-byte copy (copyVec4), 5. the one-float copy (copyScalar).
 
 ncu names all three biasGeluFused launches alike, so grader.counters tells them apart by this order (ncu reports
-launches in the order they were made; grader.counters.LAUNCH_ORDER). Prints one JSON line of what it launched, which nobody reads (ncu's log
-is the record; the profiled kernel's printf shares this stdout).
+launches in the order they were made; grader.counters.LAUNCH_ORDER). Prints one JSON line of what it launched,
+which nobody reads (ncu's log is the record; the profiled kernel's printf shares this stdout).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import argparse
 import json
 import sys
 
-from grader import exercise, kernel_cache
+from grader import exercise
 from grader.compile import compile_kernels
 from grader.counters import MODEL, PAGE_ANSWER
 from grader.device import open_gpu
 from grader.launch import bind
+from grader.page_kernels import PAGE, WIDE, chain_kernels, load_chain
 from grader.signature import check_params, source_signature
 from grader.source import read_submission
 from grader.timing import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor, InputFiller, bench_shape
-from reference_kernels.suite import PAGE, WIDE, chain_kernels, source_text
 
 LAUNCHES = (exercise.KERNEL_NAME, MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)
 """The labels of the profiled launches, in launch order (module docstring)."""
@@ -41,9 +41,7 @@ LAUNCHES = (exercise.KERNEL_NAME, MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)
 def references(gpu) -> dict[str, tuple[object, object]]:
     """The model answer and the page's answer compiled for `gpu` and loaded: {label: (Kernel, LaunchSpec)}."""
     defs = {MODEL: chain_kernels(WIDE)["biasGeluFused"], PAGE_ANSWER: chain_kernels(PAGE)["biasGeluFused"]}
-    compiled = kernel_cache.compiled(source_text("chain.cu"), "chain.cu", tuple(d.expr for d in defs.values()),
-                                     gpu.info.arch)
-    loaded = gpu.load(compiled)
+    loaded = load_chain(gpu, list(defs.values()))
     return {label: (loaded[d.expr], d.spec) for label, d in defs.items()}
 
 

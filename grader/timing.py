@@ -260,15 +260,36 @@ class Table(ReportModel):
 
 @dataclass(frozen=True)
 class Timed:
-    """One version to time: its label, a function enqueuing its launches, and its byte model (values read
-    plus written per element of the output, bytes per value), kernels launched and work per thread."""
+    """One version to time: its label, a function enqueuing its launches, the LaunchSpec of each kernel it
+    launches, in order (the launches are built from them: grader.launch.bind), and its work per thread (0:
+    not shown). Its byte model is read from the specs alone: values read plus written per element of the
+    output summed over them, at their one width of a value. Raises ValueError for no spec, or specs of
+    different value widths (a row has one bytes-per-value column)."""
 
     label: str
     launch: Callable[[], None]
-    values_per_elem: int
-    value_bytes: int = exercise.BYTES_PER_FLOAT
-    kernels: int = 1
+    specs: tuple[LaunchSpec, ...]
     per_thread: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.specs or len({s.value_bytes for s in self.specs}) != 1:
+            raise ValueError(f"{self.label}: a timed version needs one or more LaunchSpecs of one value width, "
+                             f"got {[s.value_bytes for s in self.specs]} bytes per value")
+
+    @property
+    def kernels(self) -> int:
+        """Kernels launched (one per spec)."""
+        return len(self.specs)
+
+    @property
+    def values_per_elem(self) -> int:
+        """Values read plus written per element of the output, summed over the kernels' specs."""
+        return sum(s.values_per_elem for s in self.specs)
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes per value, the specs' one width (4: float32, 2: bf16)."""
+        return self.specs[0].value_bytes
 
 
 class TableTimer:

@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from grader.device import Gpu
 from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.verify import GuardedRun, compare, guard_damage, guard_text
-from reference_kernels import expected as ref
-from reference_kernels.suite import (
-    FUSED, GELU_FORMS, MODEL_ANSWER, STAGED, TO_BF16, WIDTHS, BF16_VERSIONS, Version, chain_versions,
-    launch_kernel, make_launch, rope_versions,
+from grader.page_kernels import (
+    FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
 )
+from reference_kernels import expected as ref
+from reference_kernels.suite import BF16_VERSIONS, GELU_FORMS, TO_BF16, rope_versions
 
 ROPE_SHAPE = (3, 17, 5, 64)
 """B, S, H, D of the RoPE gates (the page's ragged shape)."""
@@ -132,6 +132,14 @@ def _rope_case(gpu: Gpu, loaded: dict, rng: np.random.Generator, base: float, la
         gates.append(_inputs_gate(f"{tag}: inputs unchanged", scratch))
     finally:
         scratch.close()
+    return gates + _rope_bit_gates(tag, outs)
+
+
+def _rope_bit_gates(tag: str, outs: dict[str, np.ndarray]) -> list[Gate]:
+    """The bitwise gates of one RoPE case over its outputs (`outs`: by version label, "LABEL k" for a fused
+    kernel's k output, "k" for ropeInterleaved<1> on k): every interleaved kernel equals ropeInterleaved<1>, the
+    wide half-split kernels equal ropeHalfSplit<1>, and the half-split kernels differ from the interleaved."""
+    gates = []
     base_label = rope_versions(1)["ropeInterleaved"].label
     base_out = outs[base_label]
     for label, got in outs.items():

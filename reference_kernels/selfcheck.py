@@ -139,8 +139,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def command() -> tuple[argparse.ArgumentParser, Callable[[argparse.Namespace, argparse.ArgumentParser | None], int]]:
+    """`grade selfcheck` as grader.cli adopts it (the `grade.commands` entry point in pyproject.toml): the
+    parser and the function that runs it on the parsed arguments."""
+    return parser(), run
+
+
 def main(argv: list[str]) -> int:
-    """Entry point of `grade selfcheck`; returns the exit code."""
+    """`grade selfcheck ARGV` without the `grade` command; returns the exit code."""
     return run(parser().parse_args(argv))
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pydantic import BaseModel
 from tabulate import tabulate
 
-from reference_kernels.gates import Gate, StagedFusedMismatch
-from reference_kernels.suite import (
-    BF16_VERSIONS, FUSED, PAGE, STAGED, WIDE, WIDTHS, chain_versions, rope_versions,
-)
+from grader.page_kernels import FUSED, PAGE, STAGED, WIDE, WIDTHS, chain_versions
 from grader.timing import Table
+from reference_kernels.gates import Gate, StagedFusedMismatch
+from reference_kernels.suite import BF16_VERSIONS, rope_versions
 from reference_kernels.timed import staged_over_fused
 
 BYTES_MODEL_TOLERANCE = 0.05

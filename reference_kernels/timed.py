@@ -3,9 +3,10 @@
 Timing is the grader's own (grader.timing.TableTimer): launches alternate in rounds and the floor is the
 fastest of grader.timing.CopyFloor's three copies, measured in the same timer; rows are grader.timing.TimedRow.
 Buffers are sized like the grader's benchmark (grader.timing.bench_shape: each float32 buffer at least 16x
-the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s = 1e9 bytes/s of bytes read
-plus bytes written, from each kernel's byte model in reference_kernels.suite; x copy = GB/s over the floor's
-GB/s (for a kernel that moves what a copy moves, the floor's time over the kernel's).
+the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s =
+1e9 bytes/s of bytes read plus bytes written, from each kernel's byte model (its LaunchSpec: grader.timing.Timed
+reads it); x copy = GB/s over the floor's GB/s (for a kernel that moves what a copy moves, the floor's time over
+the kernel's).
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from collections.abc import Callable
 from grader import exercise
 from grader.device import Gpu
 from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from grader.page_kernels import FUSED, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch
 from reference_kernels import expected as ref
-from reference_kernels.suite import (
-    BF16_VERSIONS, FUSED, STAGED, TO_BF16, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
-    rope_versions,
-)
+from reference_kernels.suite import BF16_VERSIONS, TO_BF16, rope_versions
 
 ROPE_BENCH = (2048, 32, 128)
 """S, H, D of the timed RoPE tensors (a Llama-7B-like layer, the page's 512 KiB tables); B makes each tensor
@@ -31,10 +30,9 @@ QUICK = TimerSettings(warmup_ms=5.0, min_reps=3, target_rse=1.0, cap_s=0.5)
 
 
 def _timed(versions: list[Version], launches: dict[str, Callable[[], None]]) -> list[Timed]:
-    """The versions as grader.timing.Timed entries: label, launch, byte model, kernels and work per thread."""
-    return [Timed(v.label, launches[v.label], values_per_elem=v.values_per_elem,
-                  value_bytes=v.kernels[0].value_bytes, kernels=len(v.kernels), per_thread=v.per_thread)
-            for v in versions]
+    """The versions as grader.timing.Timed entries: label, launch, the kernels' LaunchSpecs (the byte model)
+    and work per thread."""
+    return [Timed(v.label, launches[v.label], v.specs, per_thread=v.per_thread) for v in versions]
 
 
 def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versions: list[Version],
@@ -109,8 +107,9 @@ def chain_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSetting
 
 def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings = TimerSettings(),
                elements: int | None = None) -> Table:
-    """Time both bf16 GELUs (llm.c's tanhf form and the sigmoid form) on `elements` bf16 values (default: as many bytes as a benchmark float32 buffer,
-    rounded down to a multiple of 8) against a copy of the same bytes."""
+    """Time both bf16 GELUs (llm.c's tanhf form and the sigmoid form) on `elements` bf16 values (default: as
+    many bytes as a benchmark float32 buffer, rounded down to a multiple of 8) against a copy of the same
+    bytes."""
     if elements is None:
         rows, cols = _bench_elements(gpu, 4)
         elements = 2 * rows * cols
@@ -124,7 +123,8 @@ def bf16_table(gpu: Gpu, loaded: dict, floor: CopyFloor, settings: TimerSettings
             gpu.sync()
         finally:
             tmp.close()
-        launches = {v.label: make_launch(gpu, loaded, v, {"in": src, "out": out}, {"n": n}, 1, n) for v in BF16_VERSIONS}
+        launches = {v.label: make_launch(gpu, loaded, v, {"in": src, "out": out}, {"n": n}, 1, n)
+                    for v in BF16_VERSIONS}
         return _time_table(gpu, floor, "bf16 GELU", f"{n} bf16 values, {n * 2 / 2**30:.2f} GiB per buffer", n,
                            list(BF16_VERSIONS), launches, src, out, n // 2, settings)
     finally:

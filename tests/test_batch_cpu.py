@@ -584,37 +584,36 @@ def test_the_batch_own_files_are_not_in_the_resume_key():
 
     own = {Path(m.__file__).name for m in (batch, pool, gb, worker)}
     assert own <= batch.plumbing_files()
-    assert not own & {Path(name).name for name, _ in batch.digest_files(ROOT / "grader", ROOT / "reference_kernels")}
+    assert not own & {Path(name).name for name, _ in batch.digest_files(ROOT / "grader")}
 
 
-def _copy_for_digest(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of grader/ (without caches) and reference_kernels/ under tmp_path."""
-    ignore = shutil.ignore_patterns("__pycache__")
-    return (Path(shutil.copytree(ROOT / "grader", tmp_path / "grader", ignore=ignore)),
-            Path(shutil.copytree(ROOT / "reference_kernels", tmp_path / "reference_kernels", ignore=ignore)))
+def _copy_for_digest(tmp_path: Path) -> Path:
+    """A copy of grader/ (without caches) under tmp_path (a grading reads nothing of reference_kernels/:
+    tests/test_layers.py)."""
+    return Path(shutil.copytree(ROOT / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__")))
 
 
 def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
-    grader_dir, kernels_dir = _copy_for_digest(tmp_path)
-    first = batch.grader_digest(grader_dir, kernels_dir)
-    assert first == batch.grader_digest(ROOT / "grader", ROOT / "reference_kernels") == batch.grader_digest()
+    grader_dir = _copy_for_digest(tmp_path)
+    first = batch.grader_digest(grader_dir)
+    assert first == batch.grader_digest(ROOT / "grader") == batch.grader_digest()
 
     def changed(path: Path, text: str = "\n// edited\n") -> bool:
-        before = batch.grader_digest(grader_dir, kernels_dir)
+        before = batch.grader_digest(grader_dir)
         with open(path, "a", encoding="utf-8") as f:
             f.write(text)
-        return batch.grader_digest(grader_dir, kernels_dir) != before
+        return batch.grader_digest(grader_dir) != before
 
     assert changed(grader_dir / "kernels" / "floor.cu")  # a nested folder
     (grader_dir / "source").mkdir()  # a stage subpackage, as a later move makes them
     (grader_dir / "source" / "__init__.py").write_text("")
-    assert batch.grader_digest(grader_dir, kernels_dir) != first
+    assert batch.grader_digest(grader_dir) != first
     assert changed(grader_dir / "source" / "__init__.py", "X = 1\n")
     (grader_dir / "source" / "deeper").mkdir()
     (grader_dir / "source" / "deeper" / "table.json").write_text("{}")
     assert changed(grader_dir / "source" / "deeper" / "table.json", " ")
     assert changed(grader_dir / "host_macros.json", " ")
-    assert changed(kernels_dir / "suite.py", "# edited\n") and changed(kernels_dir / "chain.cu")
+    assert changed(grader_dir / "page_kernels.py", "# edited\n") and changed(grader_dir / "kernels" / "chain.cu")
     for own in batch.plumbing_files():  # the batch's own modules do not change a grade
         assert not changed(grader_dir / own, "# edited\n"), own
     (grader_dir / "source" / "__pycache__").mkdir()

@@ -16,7 +16,6 @@ from grader.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
 from grader.compile import compile_kernels
 from grader.device import Gpu
 from grader.errors import Busy
-from grader.grade import straddles
 from grader.measure import measure
 from grader.report import GradeReport, render_text
 from grader.source import read_submission
@@ -153,7 +152,7 @@ def fake(tmp_path, monkeypatch):
 
 def timed(fake):
     gpu, kernel, spec, values = fake
-    return measure(gpu, kernel, spec, values, np.random.default_rng(1), straddles)
+    return measure(gpu, kernel, spec, values, np.random.default_rng(1))
 
 
 def plan(sm_of_during):

@@ -1,8 +1,9 @@
-"""The grading policy (grader.grade): thresholds and the band that straddles one, with no GPU."""
+"""The grading policy with no GPU: the thresholds (grader.grade) and the band that straddles one (grader.measure)."""
 
 import pytest
 
-from grader.grade import straddles, verdict_for
+from grader.grade import verdict_for
+from grader.measure import straddles
 
 
 @pytest.mark.parametrize("fraction, verdict", [(1.0, "gold"), (0.90, "gold"), (0.8999, "silver"), (0.75, "silver"),

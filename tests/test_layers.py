@@ -1,6 +1,7 @@
 """The import graph of grader/ and reference_kernels/: every import (module-level or inside a function) goes
 from a module to one in a strictly lower layer, so there is no circle and no arrow back up. A new module
-must be given a layer here; the test says which import breaks the order."""
+must be given a layer here; the test says which import breaks the order. reference_kernels sits on top of
+the grader: no grader module imports it, nor names it for importlib."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ LAYERS = [
     ["grader.program"],
     ["grader.signature", "grader.source", "grader.compile", "grader.options"],
     ["grader.kernel_cache"],
-    # the GPU (and the reference kernels as data, which the chain's rows launch)
-    ["grader.device", "grader.kernels", "grader.capture", "reference_kernels.suite"],
+    # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
+    ["grader.device", "grader.kernels", "grader.capture", "grader.page_kernels"],
     ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
     ["grader.measure", "grader.chain", "grader.report"],
     ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled",
@@ -47,14 +48,15 @@ LAYERS = [
     # the class page, from the gradebook
     ["grader.classpage"],
     ["grader.batch"],
-    # the reference kernels' self-check, built on the grader's launch, check and measure layers
-    ["reference_kernels.expected"],
-    ["reference_kernels.gates", "reference_kernels.timed"],
-    ["reference_kernels.selfcheck_report", "reference_kernels.counted"],
-    ["reference_kernels.selfcheck"],
     # entry points
     ["grader.cli"],
     ["grader.__main__"],
+    # the reference kernels' self-check, on top of the grader (its page kernels, launch, check and measure
+    # layers); `grade selfcheck` reaches it through an entry point (pyproject.toml), never an import
+    ["reference_kernels.suite", "reference_kernels.expected"],
+    ["reference_kernels.gates", "reference_kernels.timed"],
+    ["reference_kernels.selfcheck_report", "reference_kernels.counted"],
+    ["reference_kernels.selfcheck"],
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
@@ -104,3 +106,26 @@ def test_imports_only_go_down():
             if RANK[dep] >= RANK[name]:
                 upward.append(f"{name} (layer {RANK[name]}) imports {dep} (layer {RANK[dep]})")
     assert not upward, "\n".join(sorted(upward))
+
+
+def test_reference_kernels_sit_above_the_whole_grader():
+    grader_top = max(rank for name, rank in RANK.items() if name.startswith("grader"))
+    below = sorted(name for name, rank in RANK.items() if name.startswith("reference_kernels") and rank <= grader_top)
+    assert not below, f"reference_kernels modules at or below the grader's top layer: {below}"
+
+
+def test_the_grader_never_imports_reference_kernels():
+    """No import of it in grader/, and no module name of it in a string the code uses (an importlib call, a
+    `-m` command line); docstrings may name it."""
+    mods = modules()
+    found = []
+    for name, path in mods.items():
+        if not name.startswith("grader"):
+            continue
+        found += [f"{name} imports {dep}" for dep in imports(path, set(mods)) if dep.startswith("reference_kernels")]
+        tree = ast.parse(path.read_text())
+        docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        found += [f"{name}:{n.lineno} names {n.value!r}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and "reference_kernels" in n.value
+                  and id(n) not in docs]
+    assert not found, "\n".join(sorted(found))

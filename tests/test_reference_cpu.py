@@ -9,14 +9,12 @@ import re
 import numpy as np
 import pytest
 
+from grader.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
 from grader.reference import gelu_erf, gelu_tanh
+from grader.timing import Table, TimedRow
 from reference_kernels import expected as ref
 from reference_kernels.selfcheck_report import predictions
-from reference_kernels.suite import (
-    FUSED, MODEL_ANSWER, SOURCES, STAGED, WIDTHS, BF16_VERSION, all_kernels, chain_versions,
-    compile_suite,
-)
-from grader.timing import Table, TimedRow
+from reference_kernels.suite import SOURCES, BF16_VERSION, all_kernels, compile_suite
 from reference_kernels.timed import QUICK
 
 from fake_gpu import FakeGpu

@@ -7,7 +7,8 @@ import pytest
 from grader import exercise
 from grader.device import GpuInfo
 from grader.errors import GraderFault
-from grader.timing import bench_shape, gbs, stats_of
+from grader.launch import LaunchSpec, Param
+from grader.timing import Timed, bench_shape, gbs, stats_of
 
 
 def info(l2_mib: int, free_gib: float) -> GpuInfo:
@@ -50,3 +51,16 @@ def test_stats_median_spread_and_standard_error():
 def test_a_card_too_small_is_the_machines_fault_not_a_traceback():
     with pytest.raises(GraderFault, match="too little for 3 benchmark buffers"):
         bench_shape(info(60, 0.00001))
+
+
+def test_a_timed_version_reads_its_byte_model_from_its_launch_specs():
+    ion = (Param("in", "ptr"), Param("out", "ptr"), Param("n", "u64"))
+    two, three = LaunchSpec(ion), LaunchSpec(ion, values_per_elem=3)
+    staged = Timed("staged", lambda: None, (two, two, three), per_thread=4)
+    assert (staged.kernels, staged.values_per_elem, staged.value_bytes, staged.per_thread) == (3, 7, 4, 4)
+    bf16 = Timed("bf16", lambda: None, (LaunchSpec(ion, elems_per_thread=8, value_bytes=2),))
+    assert (bf16.kernels, bf16.values_per_elem, bf16.value_bytes) == (1, exercise.FLOATS_PER_ELEMENT, 2)
+    with pytest.raises(ValueError, match="one value width"):
+        Timed("mixed", lambda: None, (two, LaunchSpec(ion, value_bytes=2)))
+    with pytest.raises(ValueError):
+        Timed("none", lambda: None, ())

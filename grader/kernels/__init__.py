@@ -1,4 +1,5 @@
-"""The grader's own CUDA sources (copies for the floor, the input generator, the on-GPU check)."""
+"""The grader's own CUDA sources (copies for the floor, the input generator, the on-GPU check, the page's chain
+kernels of grader.page_kernels)."""
 
 from importlib.resources import files
 
