@@ -41,7 +41,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.batch import probe_gpus  # noqa: E402
+from grader.batch.command import probe_gpus  # noqa: E402
 from grader.errors import EXIT_NO_GPU  # noqa: E402
 
 PHASES = ("start", "read", "context", "compile", "verify", "time", "other", "total", "wall")

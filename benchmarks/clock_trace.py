@@ -6,7 +6,7 @@ temperature, sampled every few milliseconds from this process (which creates no 
 Prints the card's clock limits (maximum, application target and default, the enforced power limit), then
 per second of the command's run the SM and memory clocks seen (min-max), the reasons seen and the power
 (W); writes every sample with --out. For deciding which clocks a grading is timed at and what moves them
-(grader.clocks). Exit 3 without NVML (no NVIDIA driver).
+(grader.gpu.clocks). Exit 3 without NVML (no NVIDIA driver).
 """
 
 from __future__ import annotations

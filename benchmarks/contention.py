@@ -33,9 +33,9 @@ def run_load(mode: str) -> None:
     100 ms that occupy every SM."""
     import numpy as np
 
-    from grader.compile import compile_kernels
-    from grader.device import open_gpu
-    from grader.timing import FLOOR_VEC4, CopyFloor
+    from grader.build.nvrtc import compile_kernels
+    from grader.gpu.device import open_gpu
+    from grader.timing.timer import FLOOR_VEC4, CopyFloor
 
     gpu = open_gpu(0)
     if mode == "copy":
@@ -88,7 +88,7 @@ def main() -> int:
     if args.load:
         run_load(args.load)
         return 0
-    from grader.device import visible_gpus
+    from grader.gpu.device import visible_gpus
     from grader.errors import NoGpuError
 
     try:

@@ -1,4 +1,4 @@
-"""Differential fuzzer of the include policy's lexer (grader.directives) against NVRTC itself.
+"""Differential fuzzer of the include policy's lexer (grader.source.includes) against NVRTC itself.
 
     python benchmarks/fuzz_lexer.py [--minutes 10] [--seed 1] [--out results/fuzz_lexer.json]
 
@@ -8,7 +8,7 @@ Each round builds a seeded random "token soup": a list of pieces such as `#`, `%
 `#warning CANARY_<k> ;` (sometimes `#error CANARY_<k> ;`) and `#include "<canary file>"`; raw strings with
 odd delimiters (`R"a"b(`), UCNs, digraphs and user-defined literals too. The soup is lexed
 
-- by grader.directives.scan (the include policy, over grader.lexer's tokens): the refusal, if any, and
+- by grader.source.includes.scan (the include policy, over grader.source.lexer's tokens): the refusal, if any, and
   every directive it saw (`Scan.directives`); from the `#if 0` / `#if 1` / `#else` / `#endif` among them,
   which canaries it expects NVRTC to act on;
 - by NVRTC, compiling what the grader would compile (the prelude, `#line 1`, the normalized text with
@@ -44,8 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.directives import normalize, scan  # noqa: E402
-from grader.prelude import PRELUDE  # noqa: E402
+from grader.source.includes import normalize, scan  # noqa: E402
+from grader.source.prelude import PRELUDE  # noqa: E402
 
 NAME = "s.cu"
 _CANARY_SEEN = re.compile(r"^s\.cu\((\d+)\): (?:warning #1105-D|catastrophic error): #(?:warning|error) directive: "
@@ -75,7 +75,7 @@ PIECES: tuple[tuple[int, str], ...] = (
     (2, "("), (2, ")"), (3, ";"), (1, ","), (1, "{"), (1, "}"), (1, "="), (2, "*"), (2, "/"), (1, "<"), (1, ">"),
     (1, "__has_include"), (1, "##"),
     # raw strings with odd delimiters (a `"` or `'` in one is legal; `$` is not), UCNs, digraphs and
-    # user-defined literals: the tokenizer's (grader.lexer) cases
+    # user-defined literals: the tokenizer's (grader.source.lexer) cases
     (2, 'R"a"b('), (2, ')a"b"'), (1, 'R""('), (1, ')""'), (1, "R\"'#("), (1, ")'#\""), (1, 'u8R"a"('), (1, ')a""'),
     (1, 'R"$('), (1, ')$"'), (1, 'R"(x)"_s'), (1, 'LR"-(x)-"'),
     (1, "\\U00000041"), (1, "\\u00"), (1, "a\\u0041"), (1, '"\\u0041"'), (1, "'\\u00e9'"),

@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvcc_oracle  # noqa: E402
 
-from grader.directives import ALLOWED_INCLUDES, PROGRAM_INCLUDES  # noqa: E402
+from grader.source.includes import ALLOWED_INCLUDES, PROGRAM_INCLUDES  # noqa: E402
 
 SIGNATURE = "const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out, size_t cols"
 HEADERS = sorted(PROGRAM_INCLUDES)
@@ -158,7 +158,7 @@ def branch_feature(rng: random.Random, k: int, after_main: bool) -> Feature:
                        else [])
     if kind == 2:
         return Feature([], f"    v = [](float a) {{ return a * {f(rng)}; }}(v);\n")
-    if rng.random() < 0.15:  # the grader must refuse this one (grader.pragmas)
+    if rng.random() < 0.15:  # the grader must refuse this one (grader.source.pragmas)
         return Feature([f"#define PM{k} {f(rng)}\n#pragma push_macro(\"PM{k}\")\n#undef PM{k}\n#define PM{k} "
                         f"{f(rng)}\n#pragma pop_macro(\"PM{k}\")\n"], f"    v *= PM{k};\n")
     return Feature([], f"    {{\n        float acc = 0.0f;\n#pragma unroll\n        for (int j = 0; j < "

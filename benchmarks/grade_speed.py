@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
-from grader.device import visible_gpus  # noqa: E402 - after the tree is on the path
+from grader.gpu.device import visible_gpus  # noqa: E402 - after the tree is on the path
 from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.device import visible_gpus  # noqa: E402
+from grader.gpu.device import visible_gpus  # noqa: E402
 from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 
 EXPECTED = {
@@ -53,7 +53,7 @@ def grade(path: str, counters: bool) -> tuple[dict, str, float]:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         report = {"verdict": "?", "reason": done.stderr[-500:], "hints": []}
-    text = subprocess.run([sys.executable, "-c", "import json, sys; from grader.report import GradeReport, "
+    text = subprocess.run([sys.executable, "-c", "import json, sys; from grader.output.report import GradeReport, "
                            "render_text; print(render_text(GradeReport.model_validate(json.load(sys.stdin))))"],
                           input=done.stdout, capture_output=True, text=True).stdout if report.get("file") else ""
     return report, text, seconds

@@ -1,12 +1,12 @@
-"""Build grader/host_macros.json: the macros nvcc's device pass sees defined, before a file's first line (its
-implicit `cuda_runtime.h`) and after each header a whole program may include (grader.directives.PROGRAM_INCLUDES),
+"""Build grader/source/host_macros.json: the macros nvcc's device pass sees defined, before a file's first line (its
+implicit `cuda_runtime.h`) and after each header a whole program may include (grader.source.includes.PROGRAM_INCLUDES),
 read from the real headers by the real preprocessor.
 
 nvcc preprocesses device code with the host compiler: `nvcc --dryrun` shows the command (CUDA 13.0: `gcc
 -D__CUDA_ARCH__=900 ... -E -x c++ ... -include "cuda_runtime.h"`). This script takes that command from nvcc's
 dry run, adds `-dM` (the macros defined at the end, with their definitions) and runs it on an empty file and on
 `#include <H>` for each header H; a second run without -dM expands every object-like macro found. The file
-records, for each public name (no leading `_`: grader.program_tokens never decides those): an object-like macro's
+records, for each public name (no leading `_`: grader.source.program_tokens never decides those): an object-like macro's
 full expansion, or a function-like macro's definition as the header writes it; which names the implicit include
 defines; which each header adds; the reserved names (a leading `_`) that only one of nvcc's device pass and the
 installed NVRTC defines (the oracle's KNOWN_GAPS of issue 19: `#ifdef __GNUC__` took another branch silently, and
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "grader" / "host_macros.json"
+OUT = ROOT / "grader" / "source" / "host_macros.json"
 _DEFINE = re.compile(r"^#define ([A-Za-z_]\w*)(\([^)]*\))? ?(.*)$")
 _MARK, _END = "__grader_expands__", "__grader_expanded__"
 
@@ -86,10 +86,10 @@ NVRTC_CANDIDATES = ("__CUDACC_RTC__", "__CUDACC_RTC_INT128__", "__CUDACC_RTC_FLO
 def diverging(implicit: dict) -> tuple[list[str], list[str], str]:
     """(the reserved names, with a leading underscore, that nvcc's device pass defines before a file's first line
     and NVRTC does not; the NVRTC_CANDIDATES NVRTC defines and the device pass does not; NVRTC's version), asked of
-    the installed NVRTC (grader.predefined.nvrtc_defines)."""
+    the installed NVRTC (grader.build.predefined.nvrtc_defines)."""
     from cuda.bindings import nvrtc
 
-    from grader.predefined import nvrtc_defines
+    from grader.build.predefined import nvrtc_defines
 
     reserved = sorted({n for n in implicit if n.startswith("_")} | set(BUILTINS))
     defined = nvrtc_defines(frozenset(reserved)) or frozenset()
@@ -111,9 +111,9 @@ def toolchain(nvcc: str, command: list[str]) -> dict[str, str]:
 
 
 def build(nvcc: str) -> dict:
-    """The content of grader/host_macros.json, read now from this machine's headers (module docstring)."""
+    """The content of grader/source/host_macros.json, read now from this machine's headers (module docstring)."""
     sys.path.insert(0, str(ROOT))
-    from grader.directives import PROGRAM_INCLUDES
+    from grader.source.includes import PROGRAM_INCLUDES
 
     headers = sorted(PROGRAM_INCLUDES)
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,7 +133,7 @@ def build(nvcc: str) -> dict:
                          "underscore), before a file's first line and after each header; object-like macros fully "
                          "expanded, function-like ones as the header defines them; and the reserved names one of "
                          "nvcc's device pass and NVRTC defines before a file's first line and the other does not "
-                         "(nvcc_only, nvrtc_only: grader.pragmas refuses them)",
+                         "(nvcc_only, nvrtc_only: grader.source.pragmas refuses them)",
                 "toolchain": {**toolchain(nvcc, command), "nvrtc": nvrtc_version},
                 "nvcc_only": nvcc_only, "nvrtc_only": nvrtc_only,
                 "implicit": sorted(n for n in implicit if not n.startswith("_")),
@@ -142,7 +142,8 @@ def build(nvcc: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--check", action="store_true", help="compare with grader/host_macros.json instead of writing")
+    p.add_argument("--check", action="store_true",
+                   help="compare with grader/source/host_macros.json instead of writing")
     args = p.parse_args(argv)
     nvcc = shutil.which("nvcc")
     if nvcc is None:
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     data = build(nvcc)
     if args.check:
         same = json.loads(OUT.read_text()) == data
-        print("grader/host_macros.json matches the headers" if same else "grader/host_macros.json differs")
+        print(f"{OUT.relative_to(ROOT)} {'matches the headers' if same else 'differs'}")
         return 0 if same else 1
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}: {len(data['definitions'])} macros, {len(data['implicit'])} implicit, "

@@ -6,7 +6,7 @@ card's benchmark shape. The logs are tests/data/ncu's h200_*.csv (tests/test_wor
 
 Writes h200_<stem>.csv per kernel (trimmed: `trimmed`) into DIR/ncu_record.tgz (DIR: $OUT, or results/; packed
 again after each kernel, as the device tool brings back 8 files at most) and prints one line per kernel: the
-rows' kernel names in launch order. It profiles through grader.counters (run_ncu, profiled_child, METRICS), so
+rows' kernel names in launch order. It profiles through grader.feedback.counters (run_ncu, profiled_child, METRICS), so
 the files hold what `grade --counters` reads. Exit status 0, 1 when a kernel could not be profiled, 3 without a
 GPU (one line on stderr).
 """
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.counters import METRICS, PROFILED_KERNELS, CountersUnavailable, parse_csv, profiled_child, \
-    run_ncu  # noqa: E402
-from grader.device import visible_gpus  # noqa: E402
+from grader.feedback.counters import (METRICS, PROFILED_KERNELS, CountersUnavailable, parse_csv, profiled_child,
+                                      run_ncu)  # noqa: E402
+from grader.gpu.device import visible_gpus  # noqa: E402
 from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 
 FILES = ("tests/data/hints/col_major.cu", "tests/data/hints/double.cu", "tests/data/hints/normcdf_scalar.cu",
@@ -41,8 +41,8 @@ IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Con
 
 
 def trimmed(text: str) -> str:
-    """ncu's CSV log cut to the identity columns and those grader.counters.METRICS reads (the raw page also holds
-    some 400 device attributes), the header, units row and values as ncu wrote them; other lines dropped.
+    """ncu's CSV log cut to the identity columns and those grader.feedback.counters.METRICS reads (the raw page also
+    holds some 400 device attributes), the header, units row and values as ncu wrote them; other lines dropped.
     Raises ValueError naming a metric the log lacks."""
     rows = list(csv.reader(io.StringIO("\n".join(line for line in text.splitlines() if line.startswith('"')))))
     header = rows[0]

@@ -1,4 +1,4 @@
-"""What the hints from the machine code cost per submission: grader.sass.sass_facts (write the cubin, run the
+"""What the hints from the machine code cost per submission: grader.feedback.sass.sass_facts (write the cubin, run the
 disassembler, parse its listing) on the examples and tests/data/hints/, with each disassembler found here.
 Needs no GPU (NVRTC compiles to a cubin for sm_90); needs nvdisasm or cuobjdump (pip install ".[sass]").
 
@@ -20,9 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import exercise, sass  # noqa: E402
-from grader.compile import compile_kernels  # noqa: E402
-from grader.source import read_submission  # noqa: E402
+from grader import exercise
+from grader.feedback import sass  # noqa: E402
+from grader.build.nvrtc import compile_kernels  # noqa: E402
+from grader.source.read import read_submission  # noqa: E402
 
 GOAL_S = 1.0
 

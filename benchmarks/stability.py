@@ -19,7 +19,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.device import open_gpu  # noqa: E402
+from grader.gpu.device import open_gpu  # noqa: E402
 from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 from grader.grade import grade_file  # noqa: E402
 

@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 __all__ = ["grade_file", "render_text", "GradeReport", "GraderError", "InputError", "InstallError", "GraderFault",
            "__version__"]
 
-_API = {"grade_file": "grader.grade", "render_text": "grader.report", "GradeReport": "grader.report",
+_API = {"grade_file": "grader.grade", "render_text": "grader.output.report", "GradeReport": "grader.output.report",
         "GraderError": "grader.errors", "InputError": "grader.errors", "InstallError": "grader.errors",
         "GraderFault": "grader.errors"}
 

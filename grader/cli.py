@@ -5,9 +5,9 @@
   grade --json-schema                        print the JSON schema of --json's output
   grade selfcheck [...]                      run the reference-kernel suite (reference_kernels.selfcheck, an
                                              entry point of the group grade.commands: command_entry_point)
-  grade batch PATH... [...]                  grade a class (grader.batch)
+  grade batch PATH... [...]                  grade a class (grader.batch.command)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
-  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.kernel_cache)
+  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.build.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
 nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,
@@ -134,19 +134,19 @@ def _entry_point_command(name: str) -> Callable[[], tuple[argparse.ArgumentParse
 
 
 def _batch() -> tuple[argparse.ArgumentParser, Run]:
-    from grader import batch
+    from grader.batch import command as batch
 
     return batch.batch_parser(), batch.run_batch
 
 
 def _merge() -> tuple[argparse.ArgumentParser, Run]:
-    from grader import batch
+    from grader.batch import command as batch
 
     return batch.merge_parser(), batch.run_merge
 
 
 def _cache() -> tuple[argparse.ArgumentParser, Run]:
-    from grader import kernel_cache
+    from grader.build import kernel_cache
 
     return kernel_cache.parser(), kernel_cache.run
 
@@ -280,8 +280,8 @@ def asked_format(argv: list[str]) -> str | None:
 def _usage_report(argv: list[str], message: str, fmt: str) -> None:
     """The report of a usage error on stdout in `fmt` (json: a GradeReport, verdict error, stage input;
     gradescope: not graded, the autograder's command is wrong, not the student's file)."""
-    from grader.gradescope import gradescope_not_graded
-    from grader.report import error_report
+    from grader.output.gradescope import gradescope_not_graded
+    from grader.output.report import error_report
 
     reason = f"usage error: {message}"
     if fmt == "json":
@@ -356,7 +356,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"grade takes one file; to grade {1 + len(args.more)} files use: "
                      f"grade batch {files} --out results")
     if args.json_schema:
-        from grader.report import GradeReport
+        from grader.output.report import GradeReport
 
         _emit(json.dumps(GradeReport.model_json_schema(), indent=2))
         return EXIT_PASS
@@ -364,13 +364,13 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"usage: {USAGE}\ngrade: error: give a .cu file to grade, or a command (grade -h lists them)",
               file=sys.stderr)
         return EXIT_INPUT
-    from grader import sandbox
+    from grader.build import sandbox
     from grader.grade import add_counters, grade_file
-    from grader.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-    from grader.report import error_report, render_text
-    from grader.terminal import StageLine
+    from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+    from grader.output.report import error_report, render_text
+    from grader.output.terminal import StageLine
 
-    from grader.toolkit import install_problem
+    from grader.build.toolkit import install_problem
 
     box = sandbox.state()
     if not box.available and install_problem() is None:  # else grading stops on the install, with the fix

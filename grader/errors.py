@@ -10,7 +10,7 @@ Exit codes of `grade` (README, "Exit codes"):
   4  not graded, and not the submission's fault: the grader's install is incomplete (a CUDA extra missing)
      or one of the grader's own CUDA calls failed (not a launch or fault of the submission's kernel)
   5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, timings a
-     quiet GPU would not give, clocks that moved or a card that slowed itself: grader.clocks); run again
+     quiet GPU would not give, clocks that moved or a card that slowed itself: grader.gpu.clocks); run again
   130 interrupted (Ctrl-C)
 `grade batch` adds: 4 also when the batch is incomplete (a row busy, not graded, or a stop by a signal).
 Every command's -h lists the codes it can return (exit_codes_help, in EXIT_MEANING's words where a code
@@ -70,7 +70,7 @@ class Stage(StrEnum):
     construct), COMPILE, CONTRACT (parameter list or a launch value the contract cannot express), LAUNCH
     (refused by the driver), RUN (a fault, or a limit passed while the kernel ran), VERIFY (wrong output),
     TIME (busy: timing withheld), GRADE (graded); COUNTERS follows grading when hardware counters are asked
-    for (grader.counters; they never change the verdict); and the grader's own: GRADER (its own call failed),
+    for (grader.feedback.counters; they never change the verdict); and the grader's own: GRADER (its own call failed),
     INSTALL (an incomplete install), SETUP (a batch worker that did not start).
     """
 
@@ -137,8 +137,8 @@ class SubmissionError(GraderError):
 
 
 class WrongOutput(GraderError):
-    """A timed launch of the submission gave a wrong output (checked on the GPU, grader.verify.DeviceCheck):
-    verdict "fail" at stage "verify" (exit 1). `verification` is the failed grader.verify.Verification."""
+    """A timed launch of the submission gave a wrong output (checked on the GPU, grader.check.verify.DeviceCheck):
+    verdict "fail" at stage "verify" (exit 1). `verification` is the failed grader.check.verify.Verification."""
 
     stage = Stage.VERIFY
 
@@ -171,14 +171,14 @@ class GraderFault(GraderError):
 
 
 class Busy(GraderError):
-    """The GPU could not be had quietly while the submission was timed (grader.contention): other processes,
+    """The GPU could not be had quietly while the submission was timed (grader.timing.contention): other processes,
     or timings a quiet GPU would not give. `str(err)` says why; the verdict is withheld (exit 5)."""
 
     exit_code = EXIT_BUSY
     stage = Stage.TIME
     details = ""
     clocks = None
-    """The grader.clocks.Clocks of the timing withheld, where they were read."""
+    """The grader.gpu.clocks.Clocks of the timing withheld, where they were read."""
 
 
 class InstallError(GraderFault):

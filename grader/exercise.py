@@ -58,13 +58,13 @@ cache and is not counted (the page's Solution and Pitfalls: counting it inflates
 
 COPY_FLOATS_PER_ELEMENT = 2
 """A copy reads one float and writes one float per element: the same traffic as the exercise. The copy
-floor's GB/s is computed with this (grader.timing.CopyFloor)."""
+floor's GB/s is computed with this (grader.timing.timer.CopyFloor)."""
 
 # --- Verification ----------------------------------------------------------------------------------
 TANH_GAP_MAX = 4.7323552e-4
 TANH_GAP_AT = 2.6989414
 """max |GELU_erf(v) - GELU_tanh(v)| over v in float64 and where it occurs (computed by
-`grader.reference.gelu_gap`; the page prints 4.735273e-04 at 2.701655 from a float32 sweep)."""
+`grader.check.reference.gelu_gap`; the page prints 4.735273e-04 at 2.701655 from a float32 sweep)."""
 
 ATOL = 1.0e-5
 RTOL = 1.0e-5

@@ -14,25 +14,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader import __version__, exercise, sandbox
-from grader.capture import Captured, capture_stdout
-from grader.claims import byte_count_flags
-from grader.compile import DEFAULT_ARCH, Compiled, compile_kernels
-from grader.contract import Contract
-from grader.device import Gpu, GpuInfo, open_gpu
-from grader.chain import chain_table
+from grader import __version__, exercise
+from grader.build import sandbox
+from grader.gpu.capture import Captured, capture_stdout
+from grader.source.claims import byte_count_flags
+from grader.build.nvrtc import DEFAULT_ARCH, Compiled, compile_kernels
+from grader.source.contract import Contract
+from grader.gpu.device import Gpu, GpuInfo, open_gpu
+from grader.timing.chain import chain_table
 from grader.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
-from grader.hints import code_hints
+from grader.feedback.hints import code_hints
 from grader.launch import LaunchSpec
-from grader.measure import Measurement, measure
-from grader.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
-from grader.sass import Reading
-from grader.signature import check_params, source_signature
-from grader.source import Submission, read_submission
-from grader.timing import FLOOR_SCALAR, Table
-from grader.toolkit import check_arch, require_cuda
-from grader.verify import Verification, verify
-from grader.worth import Hint, Times, rank
+from grader.timing.measure import Measurement, measure
+from grader.output.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
+from grader.feedback.sass import Reading
+from grader.source.signature import check_params, source_signature
+from grader.source.read import Submission, read_submission
+from grader.timing.timer import FLOOR_SCALAR, Table
+from grader.build.toolkit import check_arch, require_cuda
+from grader.check.verify import Verification, verify
+from grader.feedback.worth import Hint, Times, rank
 
 
 def verdict_for(fraction: float) -> Verdict:
@@ -94,12 +95,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
 
     arch: compile target when no GPU is present (default sm_90); with a GPU its own arch is used.
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
-    on_stage: called with each of grader.errors.PROGRESS as that stage starts (grader.worker times phases
+    on_stage: called with each of grader.errors.PROGRESS as that stage starts (grader.batch.worker times phases
     and applies the batch's compile and run time limits with it).
     Raises InputError (exit 2) for unreadable input or a target the installed NVRTC cannot compile for,
     InstallError (exit 4) when the CUDA extra is missing, GraderFault (exit 4) when a CUDA call of the grader's
     own fails, the card is too small to time on, or the grader cannot read the kernel's parameter list from the
-    cubin (grader.compile, grader.cubin); every problem of the submission itself is a report with
+    cubin (grader.build.nvrtc, grader.build.cubin); every problem of the submission itself is a report with
     verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
@@ -145,7 +146,7 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
     widths = tuple(p.size for p in spec.params)
     if sizes != widths:
         raise GraderFault(f"the driver reports parameter sizes {sizes} for the kernel, the grader read {widths} "
-                          "from the cubin's metadata (grader.cubin): the grader misread the cubin, so nothing is "
+                          "from the cubin's metadata (grader.build.cubin): the grader misread the cubin, so nothing is "
                           "judged; report it to the course staff with the file")
     rng = np.random.default_rng(out.seed)
     for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):
@@ -237,7 +238,7 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
 
 def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[Hint]:
     """Hints from the machine code (`reading`, the disassembly started after compiling), or the PTX without a
-    disassembler (grader.hints), with the measured copies for the 4-byte-load hint; ranked by what fixing each
+    disassembler (grader.feedback.hints), with the measured copies for the 4-byte-load hint; ranked by what fixing each
     is worth (rank_hints)."""
     found = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
                        scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
@@ -263,7 +264,7 @@ def times_of(report: GradeReport) -> Times | None:
 
 
 def rank_hints(report: GradeReport) -> list[Hint]:
-    """`report`'s hints ranked by what fixing each is worth (grader.worth.rank), from its times and, where they
+    """`report`'s hints ranked by what fixing each is worth (grader.feedback.worth.rank), from its times and, where they
     were measured, its counters; a failed kernel with no hint at all gets SLOW_HINT."""
     c = report.counters
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
@@ -276,11 +277,11 @@ def rank_hints(report: GradeReport) -> list[Hint]:
 def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool = True, device: int = 0,
                  on_start: Callable[[int], None] | None = None, before: Callable[[], None] | None = None) -> None:
     """Measure the counters of the graded file at `path` into `report` when asked, or unasked for a slow
-    correct kernel (`when_slow`: grader.counters.counters_wanted), then rank its hints again with them. A kernel
-    that cannot be profiled (grader.counters.verdict_allows) gets the reason instead. before(), when given, is
-    called just before ncu starts (a batch worker sends the verdict first); on_start as for
-    grader.counters.run_ncu. Never raises for the counters' own failures (they say why in one line)."""
-    from grader.counters import Counters, counters_wanted, submission_counters, verdict_allows
+    correct kernel (`when_slow`: grader.feedback.counters.counters_wanted), then rank its hints again with them. A
+    kernel that cannot be profiled (grader.feedback.counters.verdict_allows) gets the reason instead. before(), when
+    given, is called just before ncu starts (a batch worker sends the verdict first); on_start as for
+    grader.feedback.counters.run_ncu. Never raises for the counters' own failures (they say why in one line)."""
+    from grader.feedback.counters import Counters, counters_wanted, submission_counters, verdict_allows
 
     why = counters_wanted(report, asked, when_slow)
     if not why:
@@ -298,7 +299,7 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
 
 
 def _flags(contract: Contract, m: Measurement | None) -> list:
-    """Byte-count flags of the student's row and claim against the measurement (grader.claims)."""
+    """Byte-count flags of the student's row and claim against the measurement (grader.source.claims)."""
     if m is None:
         return byte_count_flags(contract.row, contract.claim, rows=None, cols=None, floor_gbs=None,
                                 measured_gbs=None, measured_ms=None)

@@ -144,7 +144,7 @@ class LaunchSpec:
 
 def bind(gpu, kernel, spec: LaunchSpec, rows: int, cols: int, values: dict[str, object]):
     """A function that enqueues one launch of `kernel` per `spec` for a rows x cols problem on gpu's stream
-    (grader.device.Gpu.launch); the grid and the arguments are worked out once, here, so a timed loop pays
+    (grader.gpu.device.Gpu.launch); the grid and the arguments are worked out once, here, so a timed loop pays
     only the launch. Raises what LaunchSpec.grid_for and LaunchSpec.args raise."""
     grid = spec.grid_for(rows, cols, gpu.info.multiprocessors * gpu.info.threads_per_multiprocessor)
     block, args = spec.block_dims(), spec.args(values)

@@ -1,4 +1,4 @@
-"""Argument types shared by the `grade` command (grader.cli) and `grade batch` (grader.batch): argparse
+"""Argument types shared by the `grade` command (grader.cli) and `grade batch` (grader.batch.command): argparse
 `type=` functions that refuse a bad value with a message naming it and the form to use (argparse then exits
 2, the usage error's code), and HelpFormatter, the layout of every command's -h (its exit-code table)."""
 
@@ -18,7 +18,7 @@ def arch_type(value: str) -> str:
     """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
     if not ARCH_PATTERN.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
-    from grader.toolkit import check_arch, install_problem
+    from grader.build.toolkit import check_arch, install_problem
 
     if install_problem() is None:  # else grading stops on the install first, with the pip command
         try:

@@ -8,7 +8,7 @@ KeyboardInterrupt) and any timer in that thread wait with it. The watchdog is a 
 - Run limit: each stage of grade_file (its on_stage callback) gets a deadline; a stage still running past
   it ends the process with a one-line reason on stderr and, for the formats that print a report, an error
   report on the original stdout (exit 1). The timing stage's limit adds the longest waits of the
-  shared-GPU guard (grader.contention), so waiting for a turn is not mistaken for a hang.
+  shared-GPU guard (grader.timing.contention), so waiting for a turn is not mistaken for a hang.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from grader import contention
+from grader.timing import contention
 from grader.errors import EXIT_INTERRUPTED, Stage
-from grader.timing import TIME_CAP_S
+from grader.timing.timer import TIME_CAP_S
 
 DEFAULT_RUN_LIMIT_S = 60.0
 """Seconds a stage of `grade FILE` may run (compile, verify; timing gets this plus its waits)."""

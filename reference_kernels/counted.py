@@ -5,8 +5,8 @@ The page's byte model leaves out two reads because it assumes they hit in cache:
 kernels ("an assumption about the cache, not an arithmetic fact, and Nsight Compute counters are what settle
 it") and RoPE's cos/sin tables ("after the first few blocks those reads are L2 hits"). The child process
 (`python -m reference_kernels.counted --plan PATH`) builds the self-check's timed tables at the benchmark sizes
-and launches every version once (grader.timing's TableTimer with one round), plus RoPE at a sequence long
-enough that its tables are LONG_TABLE_L2_MULTIPLE x the L2 size; grader.counters runs it under ncu (caches
+and launches every version once (grader.timing.timer's TableTimer with one round), plus RoPE at a sequence long
+enough that its tables are LONG_TABLE_L2_MULTIPLE x the L2 size; grader.feedback.counters runs it under ncu (caches
 flushed before each launch) and the launches are matched to versions in order.
 
 Findings (each held or refuted, like the page's predictions):
@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from tabulate import tabulate
 
-from grader.counters import CountersUnavailable, KernelCounters, kernel_counters, run_ncu
+from grader.feedback.counters import CountersUnavailable, KernelCounters, kernel_counters, run_ncu
 
 BIAS_SLACK = 0.05
 """A cache-resident read must not add more than this share to a kernel's modeled bytes."""
@@ -165,8 +165,8 @@ def long_sequence(l2_bytes: int) -> int:
 def child(device: int = 0) -> list[dict]:
     """In the profiled process: every timed version once (one round of each table), in a known order; returns
     the plan (launch order) that suite_counters_from matches ncu's rows with."""
-    from grader.device import open_gpu
-    from grader.timing import CopyFloor, TimerSettings
+    from grader.gpu.device import open_gpu
+    from grader.timing.timer import CopyFloor, TimerSettings
     from reference_kernels.suite import compile_suite, load_suite
     from reference_kernels.timed import bf16_table, chain_table, rope_table
 

@@ -1,6 +1,6 @@
 """Correctness gates of the reference kernels, run on the GPU before anything is timed.
 
-Every run is a grader.verify.GuardedRun, the grader's own: every buffer has guard regions and every output
+Every run is a grader.check.verify.GuardedRun, the grader's own: every buffer has guard regions and every output
 starts as NaN, so an element never written stays NaN and fails, a write outside a buffer damages a guard and
 fails, and a write into an input is seen. Shapes are the course
 page's ragged ones: RoPE at B=3, S=17, H=5, D=64 in both layouts and two bases, plus D=12 in both layouts
@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from grader.device import Gpu
-from grader.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
-from grader.verify import GuardedRun, compare, guard_damage, guard_text
-from grader.page_kernels import (
-    FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch,
-)
+from grader.gpu.device import Gpu
+from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
+from grader.check.verify import GuardedRun, compare, guard_damage, guard_text
+from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel,
+                                        make_launch)
 from reference_kernels import expected as ref
 from reference_kernels.suite import BF16_VERSIONS, GELU_FORMS, TO_BF16, rope_versions
 

@@ -25,13 +25,13 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from grader.compile import DEFAULT_ARCH, Compiled
-from grader.device import Gpu, GpuInfo, open_gpu
+from grader.build.nvrtc import DEFAULT_ARCH, Compiled
+from grader.gpu.device import Gpu, GpuInfo, open_gpu
 from grader.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
                            NoGpuError, SubmissionError, exit_codes_help)
 from grader.options import HelpFormatter, arch_type
-from grader.reference import gelu_gap
-from grader.timing import CopyFloor
+from grader.check.reference import gelu_gap
+from grader.timing.timer import CopyFloor
 from reference_kernels import expected as ref
 from reference_kernels.counted import SuiteCounters, counters_text, suite_counters
 from reference_kernels.gates import Gate, StagedFusedMismatch, all_gates, gelu_gap_float32
@@ -40,8 +40,8 @@ from reference_kernels.selfcheck_report import (
 )
 from reference_kernels.suite import compile_suite, load_suite
 from grader.text import printable
-from grader.timing import Table, TimerSettings
-from grader.toolkit import require_cuda
+from grader.timing.timer import Table, TimerSettings
+from grader.build.toolkit import require_cuda
 from reference_kernels.timed import bf16_table, chain_table, rope_table
 
 DEFAULT_SEED = 96
@@ -152,7 +152,7 @@ def main(argv: list[str]) -> int:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """`grade selfcheck` on arguments parsed by parser() or the `grade` command's copy of it (`parser`, unused:
-    the same call as grader.batch.run_batch's); returns the exit code. An incomplete install (no CUDA extra)
+    the same call as grader.batch.command.run_batch's); returns the exit code. An incomplete install (no CUDA extra)
     or a failed CUDA call of the grader's own is one line on stderr and exit 4, as for `grade FILE`."""
     try:
         return _run(args)

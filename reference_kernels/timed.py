@@ -1,12 +1,12 @@
 """The timed tables: RoPE, the chain and the bf16 GELU, each against the copy floor on the same buffers.
 
-Timing is the grader's own (grader.timing.TableTimer): launches alternate in rounds and the floor is the
-fastest of grader.timing.CopyFloor's three copies, measured in the same timer; rows are grader.timing.TimedRow.
-Buffers are sized like the grader's benchmark (grader.timing.bench_shape: each float32 buffer at least 16x
-the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event intervals, median), GB/s =
-1e9 bytes/s of bytes read plus bytes written, from each kernel's byte model (its LaunchSpec: grader.timing.Timed
-reads it); x copy = GB/s over the floor's GB/s (for a kernel that moves what a copy moves, the floor's time over
-the kernel's).
+Timing is the grader's own (grader.timing.timer.TableTimer): launches alternate in rounds and the floor is the
+fastest of grader.timing.timer.CopyFloor's three copies, measured in the same timer; rows are
+grader.timing.timer.TimedRow. Buffers are sized like the grader's benchmark (grader.timing.timer.bench_shape: each
+float32 buffer at least 16x the L2 size, rows <= 65535), so the traffic is DRAM traffic. Units: ms (CUDA event
+intervals, median), GB/s = 1e9 bytes/s of bytes read plus bytes written, from each kernel's byte model (its LaunchSpec:
+grader.timing.timer.Timed reads it); x copy = GB/s over the floor's GB/s (for a kernel that moves what a copy moves, the
+floor's time over the kernel's).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader import exercise
-from grader.device import Gpu
-from grader.timing import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
-from grader.page_kernels import FUSED, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch
+from grader.gpu.device import Gpu
+from grader.timing.timer import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from grader.timing.page_kernels import FUSED, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch
 from reference_kernels import expected as ref
 from reference_kernels.suite import BF16_VERSIONS, TO_BF16, rope_versions
 
@@ -30,7 +30,7 @@ QUICK = TimerSettings(warmup_ms=5.0, min_reps=3, target_rse=1.0, cap_s=0.5)
 
 
 def _timed(versions: list[Version], launches: dict[str, Callable[[], None]]) -> list[Timed]:
-    """The versions as grader.timing.Timed entries: label, launch, the kernels' LaunchSpecs (the byte model)
+    """The versions as grader.timing.timer.Timed entries: label, launch, the kernels' LaunchSpecs (the byte model)
     and work per thread."""
     return [Timed(v.label, launches[v.label], v.specs, per_thread=v.per_thread) for v in versions]
 
@@ -39,7 +39,7 @@ def _time_table(gpu: Gpu, floor: CopyFloor, name: str, shape: str, n: int, versi
                 launches: dict[str, Callable[[], None]], copy_src, copy_dst, copy_floats: int,
                 settings: TimerSettings, matrix: tuple[int, int] | None = None) -> Table:
     """Time `launches` (one per version, n output elements each) beside the copy floor copying copy_floats
-    floats from copy_src to copy_dst (grader.timing.TableTimer, the grader's own)."""
+    floats from copy_src to copy_dst (grader.timing.timer.TableTimer, the grader's own)."""
     timer = TableTimer(gpu, floor, _timed(versions, launches), n, copy_src, copy_dst, copy_floats)
     timer.run(settings)
     return timer.table(name, shape, matrix)

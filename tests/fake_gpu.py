@@ -1,4 +1,4 @@
-"""A stand-in for grader.device.Gpu that runs the reference kernels as numpy code, for CPU tests only.
+"""A stand-in for grader.gpu.device.Gpu that runs the reference kernels as numpy code, for CPU tests only.
 
 It exists so the self-check's device path (buffers, wiring, argument packing, grids, timing tables, report)
 runs end to end without a GPU. It checks what a real launch would reject or corrupt silently: every argument
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.device import GpuInfo, address
+from grader.gpu.device import GpuInfo, address
 from reference_kernels import expected as ref
 
 BASE = 1 << 32
@@ -44,9 +44,10 @@ class FakeGpu:
         self.launch_ms = 0.01
         self.launches: list[str] = []
         self.limits = None
-        """What clock_limits() answers (a grader.clocks.ClockLimits; None: no NVML)."""
+        """What clock_limits() answers (a grader.gpu.clocks.ClockLimits; None: no NVML)."""
         self.clock_plan = None
-        """clock_plan(when, k) -> grader.clocks.ClockSample | None for the k-th clock_sample call (None: no NVML)."""
+        """clock_plan(when, k) -> grader.gpu.clocks.ClockSample | None for the k-th clock_sample call (None: no
+        NVML)."""
         self.clock_calls: list[str] = []
 
     # --- memory ----------------------------------------------------------------------------------

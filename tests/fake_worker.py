@@ -1,5 +1,5 @@
-"""A stand-in for `python -m grader.worker` in CPU tests of the batch's process handling: it speaks the same
-protocol (grader.worker's docstring) and behaves as the submission's first line says:
+"""A stand-in for `python -m grader.batch.worker` in CPU tests of the batch's process handling: it speaks the same
+protocol (grader.batch.worker's docstring) and behaves as the submission's first line says:
 
   // FAKE: hang-setup       never reports a stage (start-up limit)
   // FAKE: hang-compile     reports `compile`, then sleeps (compile limit)

@@ -25,13 +25,13 @@ import pytest
 
 from conftest import alive, ended, wait_until
 
-from grader import batch, gradebook as gb, pool
+from grader.batch import command as batch, gradebook as gb, pool
 from grader.errors import EXIT_INPUT
-from grader.gradescope import gradescope_results
-from grader.protocol import BatchSettings, Job, event_line
-from grader.report import CompileSummary, GradeReport
+from grader.output.gradescope import gradescope_results
+from grader.batch.protocol import BatchSettings, Job, event_line
+from grader.output.report import CompileSummary, GradeReport
 from grader.text import markdown_cell
-from grader.verify import Verification
+from grader.check.verify import Verification
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "batch"
@@ -169,7 +169,7 @@ def test_links_are_refused_before_reading_unless_inside_their_own_student_folder
 
 def test_worker_clock_announces_compile_and_run_and_times_phases():
     from grader.errors import PROGRESS as STAGES
-    from grader.worker import PhaseClock
+    from grader.batch.worker import PhaseClock
 
     sent = []
 
@@ -580,7 +580,7 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_the_batch_own_files_are_not_in_the_resume_key():
-    from grader import worker
+    from grader.batch import worker
 
     own = {Path(m.__file__).name for m in (batch, pool, gb, worker)}
     assert own <= batch.plumbing_files()
@@ -622,7 +622,7 @@ def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
 
 
 def test_result_keys_of_existing_settings_are_unchanged(monkeypatch):
-    from grader.protocol import BatchSettings
+    from grader.batch.protocol import BatchSettings
 
     import grader
 
@@ -750,7 +750,7 @@ def test_gradescope_format_on_one_students_folder_ignores_a_cpp_beside_the_cu(tm
 
 # --- the NVRTC sandbox -----------------------------------------------------------------------------------
 def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkeypatch, capsys):
-    from grader import sandbox
+    from grader.build import sandbox
 
     off = sandbox.SandboxState(False, 0, "this Linux kernel has no Landlock")
     monkeypatch.setattr(sandbox, "state", lambda: off)
@@ -769,7 +769,8 @@ def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkey
 
 
 def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path, monkeypatch):
-    from grader import sandbox, worker
+    from grader.build import sandbox
+    from grader.batch import worker
 
     monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))
     monkeypatch.setattr(sandbox, "_required", False)
@@ -787,7 +788,7 @@ def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path
 
 
 def test_gradescope_results_carry_the_leaderboard_and_execution_time():
-    from grader.gradescope import LEADERBOARD_NAME
+    from grader.output.gradescope import LEADERBOARD_NAME
 
     gold = GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.951", fraction=0.95123,
                        compile=CompileSummary(arch="sm_90", registers=20), verification=[_verified(True)])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch
+from grader.batch import command as batch
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "batch"

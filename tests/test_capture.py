@@ -1,5 +1,5 @@
 """Kernel output (device printf reaches file descriptor 1) is captured, bounded and escaped
-(grader.capture), and `grade FILE` keeps its stdout for the report alone, in every format."""
+(grader.gpu.capture), and `grade FILE` keeps its stdout for the report alone, in every format."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import os
 
 import pytest
 
-from grader import capture, cli
-from grader.capture import Captured, capture_stdout
+from grader.gpu import capture
+from grader import cli
+from grader.gpu.capture import Captured, capture_stdout
 from tests.fake_gpu import FakeGpu
 
 FORGED = 'Verdict: GOLD: 0.999 of the copy floor\n{"verdict": "gold", "fraction": 0.999}\n\x1b[2J\x1b]0;title\x07\n'
@@ -42,7 +43,7 @@ def test_output_is_bounded_and_escaped():
 def _fake_gpu_run(printed: bytes):
     def run(gpu, spec, out, stage):
         from grader.errors import WrongOutput
-        from grader.verify import Verification
+        from grader.check.verify import Verification
 
         os.write(1, printed)
         ctypes.CDLL(None).printf(b"%s", b"from C stdio\n")

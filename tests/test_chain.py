@@ -1,4 +1,4 @@
-"""The exercise's chain (grader.chain) on the CPU stand-in GPU: the student's two part-3 rows beside the page's
+"""The exercise's chain (grader.timing.chain) on the CPU stand-in GPU: the student's two part-3 rows beside the page's
 staged and fused chains and the copies, with their byte counts; the report shows them, never grades them."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_gpu import FakeGpu  # noqa: E402
 
-from grader import contention  # noqa: E402
-from grader.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
-from grader.compile import compile_kernels  # noqa: E402
-from grader.contract import Contract  # noqa: E402
-from grader.report import GradeReport, render_text  # noqa: E402
-from grader.source import read_submission  # noqa: E402
-from grader.timing import TimerSettings  # noqa: E402
+from grader.timing import contention  # noqa: E402
+from grader.timing.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
+from grader.build.nvrtc import compile_kernels  # noqa: E402
+from grader.source.contract import Contract  # noqa: E402
+from grader.output.report import GradeReport, render_text  # noqa: E402
+from grader.source.read import read_submission  # noqa: E402
+from grader.timing.timer import TimerSettings  # noqa: E402
 
 QUICK = TimerSettings(warmup_ms=0.0, min_reps=3, target_rse=1.0, cap_s=0.5)
 
@@ -32,7 +32,7 @@ def gpu(tmp_path, monkeypatch):
 
 
 def test_the_students_rows_sit_beside_the_pages_chains(gpu, monkeypatch):
-    import grader.chain as chain
+    import grader.timing.chain as chain
 
     monkeypatch.setattr(chain, "disturbed", lambda *a: [])  # the stand-in's clock is not a GPU's
     sub = read_submission("submissions/gold_float4.cu")
@@ -52,7 +52,7 @@ def test_the_students_rows_sit_beside_the_pages_chains(gpu, monkeypatch):
 def test_a_disturbed_chain_is_a_note_not_a_table(gpu, monkeypatch):
     from grader.errors import Busy
 
-    import grader.chain as chain
+    import grader.timing.chain as chain
 
     monkeypatch.setattr(chain, "disturbed", lambda *a: ["the copy row's spread was 40%"])
     sub = read_submission("submissions/gold_float4.cu")

@@ -1,5 +1,5 @@
-"""Byte-count flags (grader.claims) and hints from the compiled code (grader.hints): each flag and each hint
-has a case that triggers it and one that does not. Hints compile the kernels in tests/data/hints/ with
+"""Byte-count flags (grader.source.claims) and hints from the compiled code (grader.feedback.hints): each flag and each
+hint has a case that triggers it and one that does not. Hints compile the kernels in tests/data/hints/ with
 NVRTC for sm_90 (no GPU needed)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.compile import compile_kernels
-from grader.claims import find_claim, parse_claim, parse_row
-from grader.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
-from grader.hints import code_hints, ptx_facts
-from grader.source import read_submission
+from grader.build.nvrtc import compile_kernels
+from grader.source.claims import find_claim, parse_claim, parse_row
+from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
+from grader.feedback.hints import code_hints, ptx_facts
+from grader.source.read import read_submission
 
 from conftest import SUBMISSIONS
 
@@ -357,8 +357,8 @@ def test_examples_get_their_hints(name, expected):
 
 
 # --- the row and the sentence as plain comments, in the page's own form -----------------------------------
-from grader.claims import NOTE_KINDS, find_claim, find_row  # noqa: E402
-from grader.contract import parse_contract  # noqa: E402
+from grader.source.claims import NOTE_KINDS, find_claim, find_row  # noqa: E402
+from grader.source.contract import parse_contract  # noqa: E402
 
 
 @pytest.mark.parametrize("line", [
@@ -420,8 +420,8 @@ def test_grade_lines_win_and_plain_comments_fill_in():
 
 
 def test_missing_row_and_sentence_are_notes_counted_once_in_the_summary(tmp_path):
-    from grader import gradebook as gb
-    from grader.report import GradeReport, render_text
+    from grader.batch import gradebook as gb
+    from grader.output.report import GradeReport, render_text
 
     fs = flags(row=None, claim=None)
     assert set(NOTE_KINDS) <= set(kinds(fs))
@@ -457,7 +457,7 @@ def test_a_raw_string_whose_delimiter_holds_a_quote_is_not_a_comment():
 
 
 def test_a_comment_continued_by_a_line_splice_goes_on_on_the_next_line():
-    from grader.claims import comment_lines
+    from grader.source.claims import comment_lines
 
     text = "int a; // It reached 0.96 of the \\\ncopy floor.\nint b;\n/* one\n * two \\\nthree */\n"
     assert comment_lines(text) == [(1, " It reached 0.96 of the "), (2, "copy floor."), (4, " one"), (5, " two "),

@@ -1,5 +1,5 @@
-"""The class page (grader.classpage) and its SVG writer (grader.svgplot) without a browser: what the page holds,
-that everything a student wrote is escaped, that its Content-Security-Policy admits its own script and style
+"""The class page (grader.batch.classpage) and its SVG writer (grader.output.svgplot) without a browser: what the page
+holds, that everything a student wrote is escaped, that its Content-Security-Policy admits its own script and style
 and nothing else, and that `grade batch` and `grade merge` write it. tests/test_classpage_browser.py loads it
 in Chromium."""
 
@@ -13,10 +13,10 @@ from html.parser import HTMLParser
 import pytest
 
 from class_fixture import HOSTILE, realistic_rows
-from grader import classpage as cp
-from grader import gradebook as gb
-from grader.feedback import report_file
-from grader.svgplot import Plot, escape, nice_ticks
+from grader.batch import classpage as cp
+from grader.batch import gradebook as gb
+from grader.output.student_files import report_file
+from grader.output.svgplot import Plot, escape, nice_ticks
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_the_plots_say_what_the_rows_say(book, page):
 
 
 def test_a_class_without_a_gpu_still_gets_a_page():
-    from grader.report import GradeReport
+    from grader.output.report import GradeReport
 
     rows = [gb.make_result(id="a", path="a.cu", key="a", sha256=None, grader_version="t",
                            report=GradeReport(file="a.cu", verdict="no-gpu", reason="no GPU"))]

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from class_fixture import HOSTILE, write_results
-from grader import batch
-from grader import gradebook as gb
-from grader.feedback import report_file
+from grader.batch import command as batch
+from grader.batch import gradebook as gb
+from grader.output.student_files import report_file
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

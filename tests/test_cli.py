@@ -6,7 +6,7 @@ import re
 import pytest
 
 from grader.cli import main
-from grader.device import open_gpu
+from grader.gpu.device import open_gpu
 from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
 
 from conftest import SUBMISSIONS
@@ -212,7 +212,7 @@ def test_every_commands_help_lists_its_exit_codes(argv, codes, capsys):
 
 
 def test_a_commands_help_is_its_own_modules_parser(capsys):
-    from grader.batch import batch_parser, merge_parser
+    from grader.batch.command import batch_parser, merge_parser
     from grader.cli import single_parser
     from reference_kernels.selfcheck import parser as selfcheck_parser
 

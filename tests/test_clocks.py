@@ -1,4 +1,4 @@
-"""The clocks a submission is timed at (issue 22, part 2; grader.clocks): read from NVML before, during and
+"""The clocks a submission is timed at (issue 22, part 2; grader.gpu.clocks): read from NVML before, during and
 after the timed rounds, in the report, the JSON and the gradebook; a verdict withheld when a clock moved, a
 slowdown was active or the SM clock was below what the card sustains; graded with a plain note at clocks a
 setting holds. No GPU: the judgement on samples, the NVML calls on a stand-in module, and the measurement on
@@ -11,14 +11,15 @@ import json
 import numpy as np
 import pytest
 
-from grader import contention, exercise
-from grader.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
-from grader.compile import compile_kernels
-from grader.device import Gpu
+from grader.timing import contention
+from grader import exercise
+from grader.gpu.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
+from grader.build.nvrtc import compile_kernels
+from grader.gpu.device import Gpu
 from grader.errors import Busy
-from grader.measure import measure
-from grader.report import GradeReport, render_text
-from grader.source import read_submission
+from grader.timing.measure import measure
+from grader.output.report import GradeReport, render_text
+from grader.source.read import read_submission
 
 from conftest import SUBMISSIONS
 from fake_gpu import FakeGpu
@@ -231,7 +232,7 @@ def test_the_clocks_are_in_the_text_and_json_reports():
 
 
 def test_the_gradebook_names_the_clocks_its_rows_were_timed_at(tmp_path):
-    from grader import gradebook as gb
+    from grader.batch import gradebook as gb
 
     def row(i, clocks, verdict="gold"):
         report = GradeReport(file=f"{i}.cu", verdict=verdict, reason="r", fraction=0.95, clocks=clocks)

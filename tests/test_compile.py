@@ -6,9 +6,9 @@ from importlib.resources import files
 import pytest
 
 from grader import exercise
-from grader.compile import compile_kernels
+from grader.build.nvrtc import compile_kernels
 from grader.errors import SubmissionError
-from grader.source import read_submission
+from grader.source.read import read_submission
 
 from conftest import SUBMISSIONS
 
@@ -28,7 +28,7 @@ def test_every_example_compiles_to_a_cubin(path):
 @pytest.mark.parametrize("source, kernels", [("floor.cu", ("copyScalar", "copyVec4")),
                                              ("inputs.cu", ("fillUniform",)), ("check.cu", ("checkBiasGelu",))])
 def test_grader_kernels_compile(source, kernels):
-    text = files("grader.kernels").joinpath(source).read_text()
+    text = files("grader.gpu.kernels").joinpath(source).read_text()
     assert set(compile_kernels(text, source, kernels, "sm_90").kernels) == set(kernels)
 
 

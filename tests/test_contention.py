@@ -1,4 +1,4 @@
-"""The shared-GPU guard (grader.contention) with no GPU: interference read from timing data, the per-GPU
+"""The shared-GPU guard (grader.timing.contention) with no GPU: interference read from timing data, the per-GPU
 lock, the bounded wait for other processes, and a withheld verdict's report and exit code."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from grader import cli, contention
-from grader.contention import disturbed, gpu_turn, wait_for_quiet
+from grader import cli
+from grader.timing import contention
+from grader.timing.contention import disturbed, gpu_turn, wait_for_quiet
 from grader.errors import Busy
-from grader.device import GpuLoad
-from grader.report import GradeReport, render_text
+from grader.gpu.device import GpuLoad
+from grader.output.report import GradeReport, render_text
 
 
 def quiet(rounds: int = 40, seed: int = 0) -> dict[str, list[float]]:
@@ -123,8 +124,8 @@ def test_wait_for_quiet_is_bounded_and_says_so(monkeypatch, capsys):
 def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
     from grader.errors import Busy
     from grader.grade import Outcome, assemble
-    from grader.measure import busy_reason
-    from grader.source import read_submission
+    from grader.timing.measure import busy_reason
+    from grader.source.read import read_submission
 
     why = busy_reason(["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
                       GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
@@ -143,7 +144,7 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
 def test_a_block_larger_than_the_kernel_allows_is_explained():
     from types import SimpleNamespace
 
-    from grader.contract import Contract
+    from grader.source.contract import Contract
     from grader.errors import SubmissionError
     from grader.grade import _compile_summary, check_launch_fits
 

@@ -1,4 +1,4 @@
-"""The `// grade:` block (grader.contract): defaults, declarations, lookalikes, the student's row and claim,
+"""The `// grade:` block (grader.source.contract): defaults, declarations, lookalikes, the student's row and claim,
 and the launch the contract gives (grader.launch)."""
 
 import re
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from grader import exercise
-from grader.claims import parse_claim, parse_row
-from grader.contract import Contract, parse_contract
+from grader.source.claims import parse_claim, parse_row
+from grader.source.contract import Contract, parse_contract
 from grader.errors import InputError, SubmissionError
 
 
@@ -133,7 +133,7 @@ def test_bom_and_crlf_keep_the_first_line_readable():
     assert c.grid == "flat"
 
 
-# --- the `// grade:` block read with grader.lexer's tokens ------------------------------------------------------
+# --- the `// grade:` block read with grader.source.lexer's tokens -----------------------------------------------------
 
 def test_grade_line_inside_a_raw_string_declares_nothing():
     # the text of the program, not a comment: NVRTC compiles it as a string (its delimiter holds a quote)

@@ -1,4 +1,4 @@
-"""Hardware counters (grader.counters) without a GPU: finding ncu, reading its CSV, the findings against the
+"""Hardware counters (grader.feedback.counters) without a GPU: finding ncu, reading its CSV, the findings against the
 byte model, the reasons given when counters cannot be read, and a stand-in ncu run end to end."""
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import pytest
 
 from conftest import ended
 
-from grader import counters
-from grader.counters import (LAUNCH_ORDER, CountersUnavailable, KernelCounters, counters_of, findings, find_ncu,
-                             kernel_base, parse_csv, run_ncu,
-                             submission_counters)
-from grader.report import GradeReport, render_text
+from grader.feedback import counters
+from grader.feedback.counters import (LAUNCH_ORDER, CountersUnavailable, KernelCounters, counters_of, findings,
+                                      find_ncu, kernel_base, parse_csv, run_ncu, submission_counters)
+from grader.output.report import GradeReport, render_text
 
 DATA = Path(__file__).parent / "data" / "ncu"
 N = 61440 * 4096
@@ -54,7 +53,7 @@ def test_no_ncu_is_one_line_not_an_error(monkeypatch):
     monkeypatch.setattr(counters, "find_ncu", lambda: None)
     c = submission_counters("s.cu", 10, 1024)
     assert c.unavailable.startswith("no Nsight Compute here") and c.kernels == []
-    from grader.counters import verdict_allows
+    from grader.feedback.counters import verdict_allows
 
     assert verdict_allows(GradeReport(file="s.cu", verdict="error", stage="compile", reason="x")).startswith(
         "the kernel did not run (compile")

@@ -5,8 +5,7 @@ graded report carries the student's part-3 chain rows."""
 
 import pytest
 
-from grader.counters import (COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu,
-                             submission_counters)
+from grader.feedback.counters import COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu, submission_counters
 from grader.grade import add_counters, grade_file
 
 from conftest import SUBMISSIONS

@@ -15,10 +15,10 @@ import pytest
 
 from conftest import assert_linear
 from grader import exercise
-from grader.compile import compile_kernels
-from grader.directives import normalize, scan
+from grader.build.nvrtc import compile_kernels
+from grader.source.includes import normalize, scan
 from grader.errors import SubmissionError
-from grader.source import prepare_for_nvrtc
+from grader.source.read import prepare_for_nvrtc
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
@@ -42,7 +42,7 @@ def canary(tmp_path_factory):
 
 
 def nvrtc_log(text: str) -> str:
-    """NVRTC's whole log for `text`, compiled as grader.compile compiles a submission (not filtered)."""
+    """NVRTC's whole log for `text`, compiled as grader.build.nvrtc compiles a submission (not filtered)."""
     from cuda.core import Program, ProgramOptions
 
     options = ProgramOptions(name="s.cu", arch="sm_90", std="c++17", no_source_include=True)
@@ -134,7 +134,7 @@ def nvrtc_warning_lines(text: str) -> list[int]:
     ("int x; /*\n*/ #warning A\n#define X 1 /*\n*/ #warning B\n", [2]),  # class 4, not inside a directive
     ('""R"(\n#warning A\n)"\n"a"_x R"(\n#warning B\n)"\n', [2]),  # class 5: a suffix, then a raw string
     ("int big = 1'000'000; /* ok */\n#warning A\n#define N 1'000 // ok\n#warning B\n", [2, 4]),  # class 6
-    # a raw string's delimiter may hold `"` and `'` (grader.lexer)
+    # a raw string's delimiter may hold `"` and `'` (grader.source.lexer)
     ('const char* s = R"a"b(\n)"\n#warning A\n)a" )a"b";\n#warning B\nconst char* t = u8R"\'"(\n#warning C\n)\'"";\n',
      [5]),
 ])

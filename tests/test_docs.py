@@ -82,7 +82,7 @@ def test_the_slug_is_githubs():
 
 
 def test_every_repository_path_the_docs_name_is_tracked():
-    """A path such as `grader/prelude.py` or `tests/data/programs/` in README.md or docs/ names a tracked file or
+    """A path such as `grader/source/prelude.py` or `tests/data/programs/` in README.md or docs/ names a tracked file or
     a folder holding one (so a module moved without its docs fails here)."""
     tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=ROOT)
     if tracked.returncode != 0:
@@ -106,7 +106,7 @@ def _parents(path: str) -> list[str]:
 
 
 def test_every_module_run_with_python_m_exists():
-    """`python -m grader.worker` and the like, in README.md and docs/, name a module that exists."""
+    """`python -m grader.batch.worker` and the like, in README.md and docs/, name a module that exists."""
     named = {m for page in PAGES for m in MODULE.findall(page.read_text(encoding="utf-8"))}
     assert named, "the docs name the processes the grader starts (python -m ...)"
     assert sorted(m for m in named if importlib.util.find_spec(m) is None) == []

@@ -14,12 +14,13 @@ import pytest
 from cuda.bindings import driver, nvrtc
 
 import grader.grade
-from grader import batch, pool, toolkit, worker
+from grader.batch import command as batch, pool, worker
+from grader.build import toolkit
 from grader.cli import main
-from grader.device import KERNEL_FAULTS, Gpu, grader_call_failed
+from grader.gpu.device import KERNEL_FAULTS, Gpu, grader_call_failed
 from grader.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
                            SubmissionError)
-from grader.protocol import Job
+from grader.batch.protocol import Job
 
 from conftest import ROOT, SUBMISSIONS
 from fake_gpu import FakeGpu
@@ -99,7 +100,7 @@ def test_the_api_raises_install_error(monkeypatch):
 
 
 def test_batch_on_an_incomplete_install_stops_with_exit_4_and_no_rows(tmp_path, monkeypatch, capsys):
-    probe = HIDE_BINDINGS + "import json; from grader.worker import probe; print(json.dumps(probe()))"
+    probe = HIDE_BINDINGS + "import json; from grader.batch.worker import probe; print(json.dumps(probe()))"
     monkeypatch.setattr(batch, "PROBE_COMMAND", [sys.executable, "-c", probe])
     cls = tmp_path / "class"
     cls.mkdir()
@@ -113,7 +114,7 @@ def test_batch_on_an_incomplete_install_stops_with_exit_4_and_no_rows(tmp_path, 
 
 
 def test_a_worker_on_an_incomplete_install_never_becomes_ready(tmp_path, monkeypatch, capsys):
-    code = HIDE_BINDINGS + "from grader.worker import main; sys.exit(main(sys.argv[1:]))"
+    code = HIDE_BINDINGS + "from grader.batch.worker import main; sys.exit(main(sys.argv[1:]))"
     monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, "-c", code])
     monkeypatch.setattr(batch, "run_probe", lambda: {"count": 0, "names": [], "reason": "test: no GPU"})
     cls = tmp_path / "class"
@@ -183,10 +184,10 @@ def test_a_gpu_older_than_nvrtc_supports_is_exit_2_before_compiling(monkeypatch,
 def test_the_batch_probe_stops_on_a_gpu_nvrtc_cannot_compile_for(monkeypatch, tmp_path, capsys):
     if toolkit.supported_archs()[0] <= 70:
         pytest.skip("this NVRTC (cu12) compiles for sm_70")
-    import grader.device
+    import grader.gpu.device
 
-    monkeypatch.setattr(grader.device, "visible_gpus", lambda: ["Tesla V100-SXM2-16GB"])
-    monkeypatch.setattr(grader.device, "visible_arches", lambda: ["sm_70"])
+    monkeypatch.setattr(grader.gpu.device, "visible_gpus", lambda: ["Tesla V100-SXM2-16GB"])
+    monkeypatch.setattr(grader.gpu.device, "visible_arches", lambda: ["sm_70"])
     info = worker.probe()
     assert info["count"] == 1 and info["exit"] == EXIT_INPUT and "sm_70" in info["problem"]
     monkeypatch.setattr(batch, "run_probe", lambda: info)
@@ -231,7 +232,7 @@ def test_cli_reports_a_grader_fault_as_exit_4_not_a_fail(monkeypatch, capsys):
 
 
 def _grade_job(tmp_path, monkeypatch, error: Exception) -> dict:
-    """grader.worker.grade_job on a copy of the gold example, grade_file raising `error`: the result message."""
+    """grader.batch.worker.grade_job on a copy of the gold example, grade_file raising `error`: the result message."""
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "s.cu"
     src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())

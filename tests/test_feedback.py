@@ -1,4 +1,4 @@
-"""One report per student (grader.feedback): the file-name rule, the text identical to `grade FILE`'s, the
+"""One report per student (grader.output.student_files): the file-name rule, the text identical to `grade FILE`'s, the
 reports a batch writes as each row lands and those `grade merge` writes."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from class_fixture import HOSTILE, write_results
-from grader import gradebook as gb
-from grader.feedback import PLAIN_MAX, StudentReport, report_file, report_stem, report_text
-from grader.gradescope_export import Submitter
-from grader.report import GradeReport, render_text
+from grader.batch import gradebook as gb
+from grader.output.student_files import PLAIN_MAX, StudentReport, report_file, report_stem, report_text
+from grader.output.gradescope_export import Submitter
+from grader.output.report import GradeReport, render_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = ROOT / "submissions"
@@ -93,7 +93,7 @@ def test_a_batch_writes_each_report_identical_to_grade_file(tmp_path):
 
 
 def test_a_row_s_report_is_written_the_moment_the_row_lands(tmp_path, monkeypatch):
-    from grader import batch, pool
+    from grader.batch import command as batch, pool
 
     monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, str(ROOT / "tests" / "fake_worker.py")])
     cls = tmp_path / "class"

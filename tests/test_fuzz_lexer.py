@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import benchmark_module
-from grader.directives import Scan, normalize
+from grader.source.includes import Scan, normalize
 
 
 @pytest.fixture(scope="module")

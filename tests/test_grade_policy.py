@@ -1,9 +1,10 @@
-"""The grading policy with no GPU: the thresholds (grader.grade) and the band that straddles one (grader.measure)."""
+"""The grading policy with no GPU: the thresholds (grader.grade) and the band that straddles one
+(grader.timing.measure)."""
 
 import pytest
 
 from grader.grade import verdict_for
-from grader.measure import straddles
+from grader.timing.measure import straddles
 
 
 @pytest.mark.parametrize("fraction, verdict", [(1.0, "gold"), (0.90, "gold"), (0.8999, "silver"), (0.75, "silver"),

@@ -1,5 +1,5 @@
-"""Gradescope's "Export Submissions" (grader.gradescope_export): the metadata read safely, and a batch on an export
-folder whose names and emails reach the gradebook, scores.csv (one line per submitter) and the reports.
+"""Gradescope's "Export Submissions" (grader.output.gradescope_export): the metadata read safely, and a batch on an
+export folder whose names and emails reach the gradebook, scores.csv (one line per submitter) and the reports.
 
 The metadata below has the layout Gradescope writes (Ruby symbols as keys, quoted sids, a timestamp, nested
 results and history); the people in it are made up."""
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import gradescope_export as gx
+from grader.output import gradescope_export as gx
 from grader.errors import InputError
-from grader.feedback import report_file
+from grader.output.student_files import report_file
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED_INCLUDE = ('#include "/etc/passwd"\n'
@@ -175,7 +175,7 @@ def test_an_export_given_as_the_current_folder_is_read_too(tmp_path):
 
 
 def test_a_folder_named_with_a_backslash_gets_its_submitters(tmp_path):
-    from grader import batch
+    from grader.batch import command as batch
 
     # the batch's id doubles the backslash (grader.text.name_text); the metadata's folder names are escaped the
     # same way, so the folder and its entry still meet

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from grader import gradebook as gb, pool
+from grader.batch import gradebook as gb, pool
 from grader.cli import main
-from grader.report import GradeReport, render_text
+from grader.output.report import GradeReport, render_text
 from grader.text import markdown_cell, printable, printable_lines
 
 from conftest import SUBMISSIONS, assert_linear
@@ -91,7 +91,7 @@ def test_the_linear_time_check_catches_a_quadratic_step():
 
 
 def test_a_claim_of_60000_digits_parses_in_linear_time():
-    from grader.claims import parse_claim
+    from grader.source.claims import parse_claim
 
     assert assert_linear(parse_claim, lambda n: "It reached " + "9" * n + " of the floor", 60_000).fraction is None
     assert assert_linear(parse_claim, lambda n: "It reached " + "9" * n + "x%", 60_000).fraction is None
@@ -100,7 +100,7 @@ def test_a_claim_of_60000_digits_parses_in_linear_time():
 
 
 def test_comments_are_found_in_linear_time_among_hostile_literals():
-    from grader.claims import comment_lines, find_claim, parse_claim
+    from grader.source.claims import comment_lines, find_claim, parse_claim
 
     size = 256 * 1024
     for make in (lambda n: "1'" * (n // 2), lambda n: "a'" * (n // 2), lambda n: 'R"(' * (n // 3),
@@ -112,8 +112,8 @@ def test_comments_are_found_in_linear_time_among_hostile_literals():
 
 
 def test_a_long_row_parses_in_linear_time_and_its_flags_too():
-    from grader.claims import parse_row
-    from grader.claims import byte_count_flags
+    from grader.source.claims import parse_row
+    from grader.source.claims import byte_count_flags
 
     def flags_of(raw):
         return byte_count_flags(parse_row(raw), None, rows=100, cols=1024, floor_gbs=4000.0, measured_gbs=3000.0,
@@ -129,7 +129,7 @@ def test_a_long_row_parses_in_linear_time_and_its_flags_too():
 
 
 def test_claim_fraction_at_the_end_of_a_sentence():
-    from grader.claims import parse_claim
+    from grader.source.claims import parse_claim
 
     assert parse_claim("It reached 0.93.").fraction == 0.93
     assert parse_claim("It reached 0.93... of it").fraction == 0.93
@@ -138,7 +138,7 @@ def test_claim_fraction_at_the_end_of_a_sentence():
 
 
 def test_numbers_in_the_row_and_claim_are_ascii_decimal():
-    from grader.claims import parse_claim, parse_row
+    from grader.source.claims import parse_claim, parse_row
 
     assert parse_claim("It reached \uff10.\uff19\uff13 of the floor").fraction is None  # full-width digits
     assert parse_row("v | \uff11 | 2 | 0.5 | 100").problem == "kernels '\uff11' is not a number"
@@ -152,7 +152,7 @@ REAL_SIGNATURE = ["const float* __restrict__ x", "const float* __restrict__ bias
 
 
 def test_signature_scan_is_linear_in_copies_of_the_header():
-    from grader.signature import source_signature
+    from grader.source.signature import source_signature
 
     def signature(text):
         return source_signature(text, "biasGeluFused")
@@ -169,7 +169,7 @@ def test_signature_scan_is_linear_in_copies_of_the_header():
 
 
 def test_signature_scan_is_linear_in_nested_conditionals():
-    from grader.signature import source_signature
+    from grader.source.signature import source_signature
 
     deep = assert_linear(lambda text: source_signature(text, "biasGeluFused"),
                          lambda n: "#if 1\n" * (2 * n) + "int a;\n" * (3 * n) + "#endif\n" * (2 * n) + GOLD, 10_000)
@@ -179,14 +179,14 @@ def test_signature_scan_is_linear_in_nested_conditionals():
 # --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
 def _compile(text: str, name: str = "s.cu"):
     from grader import exercise
-    from grader.compile import compile_kernels
-    from grader.source import prepare_for_nvrtc
+    from grader.build.nvrtc import compile_kernels
+    from grader.source.read import prepare_for_nvrtc
 
     return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
 
 
 def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
-    from grader import compile as c
+    from grader.build import nvrtc as c
     from grader.grade import grade_file
 
     decls = " ".join(f"int a{i};" for i in range(3000))  # 3,000 unused variables on one 30 KB line
@@ -228,7 +228,7 @@ def test_ptxas_errors_are_shown():
 
 
 def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
-    from grader.source import read_submission, safe_source_name
+    from grader.source.read import read_submission, safe_source_name
 
     assert not safe_source_name("-gold.cu").startswith("-") and not safe_source_name("--x").startswith("-")
     p = tmp_path / "-gold.cu"
@@ -252,7 +252,7 @@ def _class(tmp_path, files: dict[str, str]):
 
 
 def test_batch_ids_are_distinct_when_a_name_looks_like_a_suffixed_id(tmp_path):
-    from grader import batch
+    from grader.batch import command as batch
 
     cls = _class(tmp_path, {"y.cu": GOLD, "y/a.cu": GOLD, "y~2/b.cu": GOLD, "y~3.cu": GOLD, "z/y.cu": GOLD})
     items = batch.discover([str(cls), str(cls / "z" / "y.cu")])
@@ -283,7 +283,7 @@ def test_an_unreadable_file_is_an_input_error_with_a_report(tmp_path, monkeypatc
 
     p = tmp_path / "s.cu"
     p.write_text(GOLD)
-    _deny(monkeypatch, p, "open", os)  # grader.source reads without following a link: os.open
+    _deny(monkeypatch, p, "open", os)  # grader.source.read reads without following a link: os.open
     assert main([str(p)]) == 2
     out, err = capsys.readouterr()
     assert "s.cu: cannot be read (Permission denied)" in err and "Traceback" not in err
@@ -297,7 +297,7 @@ def test_an_unreadable_file_is_an_input_error_with_a_report(tmp_path, monkeypatc
 def test_a_folder_that_cannot_be_listed_is_said_so(tmp_path, monkeypatch):
     import os
 
-    from grader import batch
+    from grader.batch import command as batch
 
     cls = _class(tmp_path, {"alice/k.cu": GOLD, "bob/src/k.cu": GOLD, "carol/k.cu": GOLD})
     _deny(monkeypatch, cls / "alice", "scandir", os)
@@ -314,8 +314,8 @@ def test_a_folder_that_cannot_be_listed_is_said_so(tmp_path, monkeypatch):
 def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
     import os
 
-    from grader.protocol import Job
-    from grader.worker import Channel, grade_job
+    from grader.batch.protocol import Job
+    from grader.batch.worker import Channel, grade_job
 
     monkeypatch.chdir(tmp_path)
     r, w = os.pipe()
@@ -331,7 +331,7 @@ def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
 # --- UTF-16 and UTF-32 sources ---------------------------------------------------------------------------
 def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
     from grader.errors import InputError
-    from grader.source import decode_source
+    from grader.source.read import decode_source
     import pytest
 
     for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
@@ -349,7 +349,7 @@ def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
 def test_grade_block_numbers_are_ascii_decimal_only():
     import pytest
 
-    from grader.contract import parse_contract
+    from grader.source.contract import parse_contract
     from grader.errors import InputError
 
     assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
@@ -376,8 +376,8 @@ def test_an_infinite_claim_is_infinity_in_json(tmp_path, capsys):
 def test_every_float_of_the_report_model_round_trips_non_finite_values(tmp_path):
     import math
 
-    from grader.timing import TimedRow
-    from grader.verify import Verification
+    from grader.timing.timer import TimedRow
+    from grader.check.verify import Verification
 
     nan, inf = float("nan"), float("inf")
     report = GradeReport(file="s.cu", verdict="fail", reason="r", fraction=inf, fraction_low=-inf, floor_gbs=nan,

@@ -1,4 +1,4 @@
-"""The grader's own kernels compiled once per NVRTC version and arch (grader.kernel_cache): from memory, then
+"""The grader's own kernels compiled once per NVRTC version and arch (grader.build.kernel_cache): from memory, then
 from the cache folder; a torn, foreign or planted entry is never used; writers running at once leave whole
 entries; the cache can be turned off and cleared. No GPU needed (NVRTC compiles to cubin without one)."""
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from grader import kernel_cache
+from grader.build import kernel_cache
 from importlib.resources import files as kernel_files
 
 ARCH = "sm_90"
@@ -19,7 +19,7 @@ KERNELS = ("copyScalar", "copyVec4")
 
 
 def floor_text() -> str:
-    return kernel_files("grader.kernels").joinpath(SOURCE).read_text()
+    return kernel_files("grader.gpu.kernels").joinpath(SOURCE).read_text()
 
 
 def same(a, b) -> bool:
@@ -174,7 +174,8 @@ def test_a_planted_entry_is_never_used_and_never_hangs(cache, plant):
 
 
 def test_workers_get_the_cache_folder_and_the_gpu_lock_folder_as_this_process_resolved_them(tmp_path, monkeypatch):
-    from grader import contention, pool
+    from grader.timing import contention
+    from grader.batch import pool
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(kernel_cache.ENV, "relative/cache")  # the worker runs in a folder of its own

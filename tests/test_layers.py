@@ -11,43 +11,46 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
+    # the stage packages (each __init__.py is its docstring, importing nothing)
+    ["grader.source", "grader.build", "grader.gpu", "grader.check", "grader.timing", "grader.feedback", "grader.output",
+     "grader.batch"],
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
-    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.lexer", "grader.procs",
-     "grader.prelude", "grader.svgplot", "grader.cubin"],
+    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.source.lexer", "grader.procs",
+     "grader.source.prelude", "grader.output.svgplot", "grader.build.cubin"],
     # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
-    ["grader.pragmas"],
+    ["grader.source.pragmas"],
     # readers of its tokens: the include policy, the whole-program tokens
-    ["grader.directives", "grader.program_tokens"],
+    ["grader.source.includes", "grader.source.program_tokens"],
     # a whole program's declarations, and what each one is
-    ["grader.program_split"],
-    ["grader.program_declarators"],
+    ["grader.source.program_split"],
+    ["grader.source.program_declarators"],
     ["grader.model"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     # (finding and running a disassembler, below the machine code's facts)
-    ["grader.launch", "grader.claims", "grader.reference", "grader.counters", "grader.sass_disassembler",
-     "grader.clocks", "grader.gradescope_export"],
-    ["grader.sass"],
+    ["grader.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
+     "grader.feedback.sass_disassembler", "grader.gpu.clocks", "grader.output.gradescope_export"],
+    ["grader.feedback.sass"],
     # reading a submission
-    ["grader.contract", "grader.sandbox", "grader.toolkit", "grader.worth"],
-    ["grader.predefined"],
-    ["grader.program"],
-    ["grader.signature", "grader.source", "grader.compile", "grader.options"],
-    ["grader.kernel_cache"],
+    ["grader.source.contract", "grader.build.sandbox", "grader.build.toolkit", "grader.feedback.worth"],
+    ["grader.build.predefined"],
+    ["grader.source.program"],
+    ["grader.source.signature", "grader.source.read", "grader.build.nvrtc", "grader.options"],
+    ["grader.build.kernel_cache"],
     # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
-    ["grader.device", "grader.kernels", "grader.capture", "grader.page_kernels"],
-    ["grader.contention", "grader.verify", "grader.timing", "grader.hints"],
-    ["grader.measure", "grader.chain", "grader.report"],
-    ["grader.grade", "grader.gradescope", "grader.terminal", "grader.watchdog", "grader.profiled",
-     "grader.feedback"],
-    # a class: what the batch, its pool and its workers say to each other (grader.protocol), one worker process
+    ["grader.gpu.device", "grader.gpu.kernels", "grader.gpu.capture", "grader.timing.page_kernels"],
+    ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],
+    ["grader.timing.measure", "grader.timing.chain", "grader.output.report"],
+    ["grader.grade", "grader.output.gradescope", "grader.output.terminal", "grader.watchdog",
+     "grader.feedback.profiled", "grader.output.student_files"],
+    # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
-    ["grader.protocol"],
-    ["grader.worker"],
-    ["grader.gradebook", "grader.pool", "grader.discovery"],
+    ["grader.batch.protocol"],
+    ["grader.batch.worker"],
+    ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
     # the class page, from the gradebook
-    ["grader.classpage"],
-    ["grader.batch"],
+    ["grader.batch.classpage"],
+    ["grader.batch.command"],
     # entry points
     ["grader.cli"],
     ["grader.__main__"],

@@ -1,4 +1,4 @@
-"""The tokenizer of C source (grader.lexer): phases 1-2 with their map back to the file, and every token form,
+"""The tokenizer of C source (grader.source.lexer): phases 1-2 with their map back to the file, and every token form,
 read as NVRTC reads it. The include policy's NVRTC cases are in tests/test_directives.py."""
 
 import random
@@ -6,8 +6,8 @@ import random
 import pytest
 
 from conftest import assert_linear
-from grader.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW, OTHER,
-                          PUNCT, RAW, STRING, Spliced, literal_quote, normalize, token_at, tokens)
+from grader.source.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW, OTHER,
+                                 PUNCT, RAW, STRING, Spliced, literal_quote, normalize, token_at, tokens)
 
 
 def lexed(s: str, **kw) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ one used. What the comparison normalizes, and why, is in nvcc_oracle's docstring
 so, where nvcc or that NVRTC is missing (they fail instead under GRADER_REQUIRE_ORACLE=1, as .ci/run sets where nvcc
 is on PATH); the options check needs neither.
 
-The directives of grader.pragmas are checked here too: each refused one makes nvcc and NVRTC build another
+The directives of grader.source.pragmas are checked here too: each refused one makes nvcc and NVRTC build another
 kernel from the same text (or nvcc refuses it where NVRTC does not), and the ones allowed build the same.
 """
 
@@ -27,7 +27,7 @@ import pytest
 from conftest import benchmark_module, ROOT
 from test_pragmas import ALLOWED, file_with
 
-from grader.prelude import prelude
+from grader.source.prelude import prelude
 
 CORPUS = sorted((ROOT / "tests" / "data").rglob("*.cu")) + sorted((ROOT / "submissions").glob("*.cu"))
 NVCC_REJECTS = {
@@ -75,7 +75,7 @@ def outcomes(oracle, tool):
 def test_the_oracle_compiles_with_the_graders_options(oracle, monkeypatch):
     import cuda.core
 
-    from grader.compile import _compile
+    from grader.build.nvrtc import _compile
 
     seen = []
 
@@ -136,7 +136,7 @@ def test_module_layout_is_normalized_and_data_still_counts(oracle, tool):
     # The whole program lays out unusedTable before kScale, and other's string before the kernel's: the
     # kernel reads c[0x3][0x20] in nvcc's build and c[0x3][0x0] in the grader's, and both are kScale+0.
     assert oracle.judge(tool, MODULE_DATA, "k.cu").verdict == "same"
-    from grader.source import prepare
+    from grader.source.read import prepare
 
     graded = prepare(MODULE_DATA, "k.cu")[0]
     assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace("0.25f}", "0.75f}"))  # a value
@@ -290,7 +290,7 @@ def test_seeded_fuzzed_programs_build_as_nvcc_builds_them(fuzz, oracle, tool, k)
 
 
 # What the oracle found that is no directive (issue 19's known gaps, once xfail here): the grader compiled
-# another kernel than nvcc builds, or failed a file nvcc builds. grader.pragmas now refuses each by name.
+# another kernel than nvcc builds, or failed a file nvcc builds. grader.source.pragmas now refuses each by name.
 FORMER_GAPS = [
     # g++ predefines __GNUC__ (and __linux__, __x86_64__, __FLT_MAX__, ...: 1743 reserved names with nvcc's
     # implicit cuda_runtime.h) for nvcc's device pass; NVRTC defines none of them: the #if took the other

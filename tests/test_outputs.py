@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import grader.grade
-from grader import gradebook as gb
+from grader.batch import gradebook as gb
 from grader.cli import main
 from grader.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
 from grader.model import NON_FINITE_STRINGS as NON_FINITE
-from grader.report import CompileSummary, GradeReport
-from grader.timing import TimedRow
-from grader.verify import Verification, compare
+from grader.output.report import CompileSummary, GradeReport
+from grader.timing.timer import TimedRow
+from grader.check.verify import Verification, compare
 
 from conftest import SUBMISSIONS, load_benchmark
 
@@ -269,7 +269,7 @@ def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, 
         assert "\n" not in name or "\nVerdict: GOLD" not in results["output"]
 
 def test_no_nul_byte_in_the_compile_log(capsys):
-    from grader.compile import compile_kernels
+    from grader.build.nvrtc import compile_kernels
 
     compiled = compile_kernels((SUBMISSIONS / "gold_float4.cu").read_text(), "gold.cu", ("biasGeluFused",), "sm_90")
     assert "ptxas info" in compiled.log and "\x00" not in compiled.log  # cuda.core hands NVRTC's NULs on

@@ -1,4 +1,4 @@
-"""The directives nvcc's preprocessor honours and NVRTC ignores (grader.pragmas): refused by name, in a file
+"""The directives nvcc's preprocessor honours and NVRTC ignores (grader.source.pragmas): refused by name, in a file
 of device code and in a whole program alike; the ones both read alike are not refused. Each refused form was
 shown to change biasGeluFused's machine code, or nvcc's verdict, by benchmarks/nvcc_oracle.py
 (tests/test_nvcc_oracle.py compiles them with nvcc where it is installed); these tests need no compiler.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.directives import scan
+from grader.source.includes import scan
 from grader.errors import SubmissionError
-from grader.source import prepare
+from grader.source.read import prepare
 
 from conftest import assert_linear
 

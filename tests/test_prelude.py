@@ -1,11 +1,11 @@
-"""The prelude (grader.prelude) against the real headers: for each allowed header, the macros and types device
+"""The prelude (grader.source.prelude) against the real headers: for each allowed header, the macros and types device
 code takes from it, names and values.
 
 The system's headers are read with g++ (`g++ -dM -E`: which public macros each header defines) and evaluated by
 a program g++ compiles and runs (each macro's type and bits, each typedef's type); NVRTC then compiles the
 prelude with a static_assert of each of those, so a value or a type that differs fails here. The CUDA toolkit's
 cuda.h and cuda_runtime_api.h give the format of CUDA_VERSION and CUDART_VERSION, and NVRTC's version their value.
-Then the cases of issue 19 (each failed before the prelude came from the headers), and grader/host_macros.json
+Then the cases of issue 19 (each failed before the prelude came from the headers), and grader/source/host_macros.json
 against the headers it was read from. Tests that need g++ or nvcc skip with the reason when it is missing.
 """
 
@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise, prelude as prelude_module
-from grader.compile import compile_kernels
-from grader.directives import ALLOWED_INCLUDES
-from grader.predefined import nvrtc_defines
-from grader.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_names, prelude
-from grader.program import extract
-from grader.source import prepare
+from grader import exercise
+from grader.source import prelude as prelude_module
+from grader.build.nvrtc import compile_kernels
+from grader.source.includes import ALLOWED_INCLUDES
+from grader.build.predefined import nvrtc_defines
+from grader.source.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_names, prelude
+from grader.source.program import extract
+from grader.source.read import prepare
 
 from conftest import ROOT, benchmark_module
 
@@ -238,7 +239,7 @@ def test_only_the_names_a_whole_program_uses_are_defined():
     assert "EOF" not in extract(f"#include <cstdio>\n{KERNEL}int main() {{ return 0; }}\n", "s.cu").names
 
 
-# --- grader/host_macros.json -------------------------------------------------------------------------------
+# --- grader/source/host_macros.json -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def generator():
@@ -247,21 +248,21 @@ def generator():
 
 @needs_nvcc
 def test_host_macros_are_the_headers_macros(generator):
-    stored = json.loads((ROOT / "grader" / "host_macros.json").read_text())
+    stored = json.loads((ROOT / "grader" / "source" / "host_macros.json").read_text())
     fresh = generator.build(NVCC)
     if fresh["toolchain"] != stored["toolchain"]:
-        pytest.skip(f"the headers here ({fresh['toolchain']}) are not the ones grader/host_macros.json was read "
+        pytest.skip(f"the headers here ({fresh['toolchain']}) are not the ones grader/source/host_macros.json was read "
                     f"from ({stored['toolchain']}): run python benchmarks/host_macros.py to compare")
     assert fresh == stored
     assert {"EOF", "M_PI", "INT_MAX", "stdin"} <= set(stored["implicit"]) and "UINT64_C" in stored["headers"]["cstdint"]
 
 
 def test_the_names_only_one_preprocessor_defines_hold_for_this_nvrtc():
-    # grader.pragmas refuses host_macros.json's nvcc_only and nvrtc_only names, read with one NVRTC; the NVRTC
+    # grader.source.pragmas refuses host_macros.json's nvcc_only and nvrtc_only names, read with one NVRTC; the NVRTC
     # installed here (PyPI's newest in CI, 13.0 on the GPU image) must agree, or the refusals are out of date.
-    from grader.predefined import nvrtc_defines
+    from grader.build.predefined import nvrtc_defines
 
-    data = json.loads((ROOT / "grader" / "host_macros.json").read_text())
+    data = json.loads((ROOT / "grader" / "source" / "host_macros.json").read_text())
     nvcc_only, nvrtc_only = frozenset(data["nvcc_only"]), frozenset(data["nvrtc_only"])
     defined = nvrtc_defines(nvcc_only | nvrtc_only)
     if defined is None:

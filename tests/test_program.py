@@ -1,4 +1,4 @@
-"""A whole program is a valid submission (grader.program): the corpus of tests/data/programs/ read and compiled
+"""A whole program is a valid submission (grader.source.program): the corpus of tests/data/programs/ read and compiled
 on the CPU, the kept and ignored names, the refusals, diagnostics at the student's lines, a kernel-only file
 unchanged byte for byte, the new path's leak cases, and bounded time on hostile input.
 
@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.compile import compile_kernels
-from grader.directives import scan
+from grader.build.nvrtc import compile_kernels
+from grader.source.includes import scan
 from grader.errors import SubmissionError
-from grader.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
-from grader.signature import source_signature
-from grader.prelude import prelude
-from grader.source import prepare, prepare_for_nvrtc, read_submission
+from grader.source.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
+from grader.source.signature import source_signature
+from grader.source.prelude import prelude
+from grader.source.read import prepare, prepare_for_nvrtc, read_submission
 
 from conftest import assert_linear
 
@@ -67,7 +67,7 @@ REFUSED = {
 
 
 def today(text: str, name: str) -> str:
-    """What grader.source compiled before whole programs were accepted: the prelude, `#line 1`, and the text
+    """What grader.source.read compiled before whole programs were accepted: the prelude, `#line 1`, and the text
     with its allowed includes blanked."""
     result = scan(text)
     assert result.refusal is None
@@ -458,7 +458,7 @@ def test_many_definitions_are_refused_in_linear_time():
 
 
 def test_the_parameter_list_is_read_from_the_kernel_in_a_program():
-    # grader.signature reads the original text: a forward declaration without names, a launch, a host wrapper
+    # grader.source.signature reads the original text: a forward declaration without names, a launch, a host wrapper
     # and printf texts naming the kernel do not hide the definition's list
     text = ('#include <cstdio>\n__global__ void biasGeluFused(const float*, const float*, float*, size_t);\n'
             'void launch_biasGeluFused(float* d, int n) { biasGeluFused<<<1, 256>>>(d, d, d, n); '

@@ -1,15 +1,16 @@
-"""The parts of the whole-program extractor, each alone: the splitter (grader.program_split), the bracket
-matchers, and the declarator reader (grader.program_declarators: read_declarators' one pass, the class and enum
+"""The parts of the whole-program extractor, each alone: the splitter (grader.source.program_split), the bracket
+matchers, and the declarator reader (grader.source.program_declarators: read_declarators' one pass, the class and enum
 reader, the function head, the macros that give an execution space)."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader.directives import scan
-from grader.program_declarators import Declarators, Describer, macro_spaces, read_declarators
-from grader.program_split import Decl, Unsplittable, attribute_end, matching_brace, matching_paren, skip_angles, split
-from grader.program_tokens import Tokens
+from grader.source.includes import scan
+from grader.source.program_declarators import Declarators, Describer, macro_spaces, read_declarators
+from grader.source.program_split import (Decl, Unsplittable, attribute_end, matching_brace, matching_paren, skip_angles,
+                                         split)
+from grader.source.program_tokens import Tokens
 
 
 def tokens_of(text: str) -> Tokens:

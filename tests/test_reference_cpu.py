@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from grader.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
-from grader.reference import gelu_erf, gelu_tanh
-from grader.timing import Table, TimedRow
+from grader.timing.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
+from grader.check.reference import gelu_erf, gelu_tanh
+from grader.timing.timer import Table, TimedRow
 from reference_kernels import expected as ref
 from reference_kernels.selfcheck_report import predictions
 from reference_kernels.suite import SOURCES, BF16_VERSION, all_kernels, compile_suite
@@ -175,7 +175,7 @@ def test_wide_half_split_moves_16_bytes_and_page_kernels_do_not(compiled):
 
 # --- the self-check without a GPU ------------------------------------------------------------------
 def _has_gpu() -> bool:
-    from grader.device import open_gpu
+    from grader.gpu.device import open_gpu
     from grader.errors import NoGpuError
 
     try:

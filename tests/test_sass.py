@@ -1,5 +1,5 @@
-"""Hints from the machine code (grader.sass, grader.hints.sass_hints): each SASS pattern pinned on kernels that
-NVRTC compiles here for sm_90 (tests/data/hints/, submissions/, and a few inline ones), so that a change of
+"""Hints from the machine code (grader.feedback.sass, grader.feedback.hints.sass_hints): each SASS pattern pinned on
+kernels that NVRTC compiles here for sm_90 (tests/data/hints/, submissions/, and a few inline ones), so that a change of
 NVRTC, ptxas or the disassembler fails a test instead of silently dropping a hint.
 
 Tests that read real SASS need nvdisasm or cuobjdump (`pip install ".[sass]"`) and skip with that reason
@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import SUBMISSIONS, ended
 
-from grader import exercise, sass, sass_disassembler
-from grader.compile import compile_kernels
-from grader.hints import code_hints, register_limited_warps, sass_hints
-from grader.sass import Disassembler, DisassemblyError
-from grader.source import read_submission
+from grader import exercise
+from grader.feedback import sass, sass_disassembler
+from grader.build.nvrtc import compile_kernels
+from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
+from grader.feedback.sass import Disassembler, DisassemblyError
+from grader.source.read import read_submission
 
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 SCALAR, FLOOR = 2684.0, 4232.0  # an H200's one-float copy and copy floor, GB/s (as in test_flags_hints)

@@ -1,13 +1,13 @@
-"""The parameter list (grader.signature): read from the source text past comments, dead code and macros, and
+"""The parameter list (grader.source.signature): read from the source text past comments, dead code and macros, and
 checked against the compiled kernel's PTX parameter types."""
 
 import re
 
 import pytest
 
-from grader.contract import Contract
+from grader.source.contract import Contract
 from grader.errors import SubmissionError
-from grader.signature import check_params, source_signature
+from grader.source.signature import check_params, source_signature
 
 
 def test_source_signature_and_param_check():
@@ -60,7 +60,7 @@ BODY = "{ }"
         ("__global__ void biasGeluFused(const float*, const float*, float*, size_t);\n"
          "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols)" + BODY,
          ["const float* x", "const float* bias", "float* out", "size_t cols"]),
-        # a raw string whose delimiter holds a quote (grader.lexer) hides the text of a kernel
+        # a raw string whose delimiter holds a quote (grader.source.lexer) hides the text of a kernel
         ("__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols)" + BODY +
          '\nconst char* doc = R"x"(\n)"";\n__global__ void biasGeluFused(float* o, int n) {}\n)x"";\n',
          ["const float* x", "const float* bias", "float* out", "size_t cols"]),

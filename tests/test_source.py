@@ -3,7 +3,7 @@
 import pytest
 
 from grader.errors import EXIT_INPUT, InputError, SubmissionError
-from grader.source import prepare_for_nvrtc, read_submission
+from grader.source.read import prepare_for_nvrtc, read_submission
 
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
 
@@ -47,7 +47,8 @@ def test_non_utf8_message_names_the_line(tmp_path):
     [
         '#include "/etc/passwd"',
         "#include </etc/passwd>",
-        "  #  include <cublas_v2.h>",  # (`<vector>` is allowed now: a whole program may include it, grader.program)
+        # (`<vector>` is allowed now: a whole program may include it, grader.source.program)
+        "  #  include <cublas_v2.h>",
         '%:include "/etc/passwd"',
         '#inc\\\nlude "/etc/passwd"',
         '#/**/include "/etc/passwd"',

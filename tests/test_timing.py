@@ -1,14 +1,14 @@
-"""Timing without a GPU (grader.timing): the benchmark shape, effective bandwidth, the statistics."""
+"""Timing without a GPU (grader.timing.timer): the benchmark shape, effective bandwidth, the statistics."""
 
 import math
 
 import pytest
 
 from grader import exercise
-from grader.device import GpuInfo
+from grader.gpu.device import GpuInfo
 from grader.errors import GraderFault
 from grader.launch import LaunchSpec, Param
-from grader.timing import Timed, bench_shape, gbs, stats_of
+from grader.timing.timer import Timed, bench_shape, gbs, stats_of
 
 
 def info(l2_mib: int, free_gib: float) -> GpuInfo:

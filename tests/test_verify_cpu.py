@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from grader import exercise
-from grader.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
-from grader.verify import compare
+from grader.check.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
+from grader.check.verify import compare
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Counters that name access patterns and work, and hints ranked by the time they explain (grader.counters,
-grader.worth; issue 23), on real numbers: Nsight Compute's raw CSVs and the gradings of the hint kernels,
+"""Counters that name access patterns and work, and hints ranked by the time they explain (grader.feedback.counters,
+grader.feedback.worth; issue 23), on real numbers: Nsight Compute's raw CSVs and the gradings of the hint kernels,
 recorded on the H200 (tests/data/ncu/README.md). No GPU needed."""
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import counters, exercise
-from grader.compile import compile_kernels
-from grader.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
-                             counters_wanted, parse_csv)
+from grader.feedback import counters
+from grader import exercise
+from grader.build.nvrtc import compile_kernels
+from grader.feedback.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
+                                      counters_wanted, parse_csv)
 from grader.grade import add_counters, rank_hints
-from grader.hints import code_hints
-from grader.report import CompileSummary, GradeReport, render_text
-from grader.timing import FLOOR_SCALAR
-from grader.worth import Hint, Times, rank
+from grader.feedback.hints import code_hints
+from grader.output.report import CompileSummary, GradeReport, render_text
+from grader.timing.timer import FLOOR_SCALAR
+from grader.feedback.worth import Hint, Times, rank
 
 ROOT = Path(__file__).resolve().parent.parent
 NCU = ROOT / "tests" / "data" / "ncu"
@@ -35,7 +36,7 @@ def recorded(name: str) -> Counters:
 
 
 def graded(name: str, with_counters: bool = True) -> GradeReport:
-    """The H200's grading of the hint kernel `name` (its times), with the hints grader.hints finds in it now,
+    """The H200's grading of the hint kernel `name` (its times), with the hints grader.feedback.hints finds in it now,
     ranked with (or without) its recorded counters."""
     g = {k: v for k, v in GRADINGS[name].items() if k not in ("hints", "gpu", "versions")}
     report = GradeReport(file=name, compile=CompileSummary(arch="sm_90"), **g)
@@ -206,7 +207,7 @@ def test_where_ncu_is_missing_the_report_says_so_in_one_line(monkeypatch):
 
 
 def test_grade_batch_passes_counters_when_slow_to_its_workers(tmp_path, monkeypatch):
-    from grader import batch
+    from grader.batch import command as batch
 
     seen = {}
 

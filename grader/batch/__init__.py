@@ -1,0 +1,2 @@
+"""A class: `grade batch` and `grade merge` (command), the worker process that grades one submission and the pool that
+runs them (worker, pool, and the messages between them), the gradebook built from the rows, and the class page."""

@@ -1,0 +1,556 @@
+"""`grade batch` and `grade merge`: grade a whole class, each submission in its own process, resumably.
+
+This module finds the submissions (their ids, the files that are not `.cu`, the links it refuses), keys each row for
+resume, starts the workers (grader.batch.pool, grader.batch.worker) and writes the class's outputs
+(grader.batch.gradebook, grader.output.student_files, grader.batch.classpage). What each of those does for the
+instructor, with every option and output: docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
+
+Exit codes:
+  0  every submission has a row (whatever the verdicts)
+  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, no
+     NVRTC sandbox on this machine without --unsandboxed, a GPU the installed NVRTC cannot compile for
+     (nothing graded)
+  3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
+  4  incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM), a worker could not start,
+     a row is busy (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing:
+     nothing graded, no row written); run the same command again to finish
+  130 interrupted (Ctrl-C) before grading began (finding the submissions, probing the GPUs)
+`grade merge`: 0 merged; 2 usage error (a RESULTS path missing, no result rows); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import grader
+from grader.batch import discovery, gradebook as gb, pool, protocol, worker
+from grader.build import sandbox
+from grader.batch.classpage import write_page
+from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
+                                    parse_shard, read_exports, shard, unique_ids)
+from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
+                           Interrupted, Stage, WorkerStartError, exit_codes_help)
+from grader.output.student_files import REPORTS_DIR, write_report
+from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+from grader.output.gradescope_export import METADATA_NAME
+from grader.options import HelpFormatter, arch_type, positive_number, positive_seconds, seed_type
+from grader.batch.pool import Progress, Slot, child_env, item_error, run_jobs
+from grader.batch.protocol import (DEFAULT_COMPILE_LIMIT, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_RUN_LIMIT, BatchSettings,
+                                   Item)
+from grader.output.report import GradeReport
+from grader.text import printable
+
+PROBE_TIMEOUT = 120.0
+PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]
+RESULT_SUFFIXES = (".py", ".cu", ".json")
+"""The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
+PLUMBING = (pool, worker, gb, protocol, discovery)
+"""The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
+
+
+# --- settings and resume keys --------------------------------------------------------------------------
+def plumbing_files() -> set[str]:
+    """The paths, relative to grader/ (POSIX), of the batch's own modules (PLUMBING and this one)."""
+    base = Path(grader.__file__).resolve().parent
+    return {Path(f).resolve().relative_to(base).as_posix() for f in (__file__, *(m.__file__ for m in PLUMBING))}
+
+
+def digest_files(grader_dir: Path) -> list[tuple[str, Path]]:
+    """(name, path) of every file a grade depends on, sorted by name: each RESULT_SUFFIXES file at any depth
+    under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out). The
+    page's chain kernels are among them (grader/gpu/kernels/chain.cu, grader/timing/page_kernels.py): a grading reads
+    nothing of reference_kernels/."""
+    skipped = plumbing_files()
+    found = []
+    for f in grader_dir.rglob("*"):
+        rel = f.relative_to(grader_dir)
+        if (f.suffix in RESULT_SUFFIXES and f.is_file() and rel.as_posix() not in skipped
+                and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts)):
+            found.append((f"grader/{rel.as_posix()}", f))
+    return sorted(found)
+
+
+def grader_digest(grader_dir: Path | None = None) -> str:
+    """sha256 (first 16 hex digits) of the names and bytes of digest_files(): a change to any of them changes
+    every row's key, so the next batch regrades. The folder defaults to the installed grader/. Raises OSError
+    when one of the files cannot be read."""
+    grader_dir = grader_dir or Path(grader.__file__).resolve().parent
+    h = hashlib.sha256()
+    for name, f in digest_files(grader_dir):
+        h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def settings_for(settings: BatchSettings, cards: list[str]) -> dict[str, object]:
+    """The grader settings a result depends on, part of every row's key (module docstring): the grader's version
+    and digest, the settings' arch and seed, the GPU models `cards`; `counters` and `counters_when_slow` only
+    when on, so rows graded without them keep their keys. The limits and the sandbox are not in it."""
+    key = {"grader": grader.__version__, "grader_source": grader_digest(), "arch": settings.arch,
+           "seed": settings.seed, "cards": sorted(set(cards))}
+    if settings.counters:
+        key["counters"] = True
+    if settings.counters_when_slow:
+        key["counters_when_slow"] = True
+    return key
+
+
+def result_key(item: Item, settings: dict[str, object]) -> str:
+    """The resume key of `item` under `settings` (settings_for): sha256 of its id, its content hash (or, for an
+    item that cannot be read, its problem) and the settings. The id is part of it: two students who hand in the
+    same bytes get a row each."""
+    what = {"id": item.id, "sha256": item.sha256} if item.sha256 else {"id": item.id, "problem": item.problem}
+    return hashlib.sha256(json.dumps({**what, **settings}, sort_keys=True).encode()).hexdigest()
+
+
+# --- GPUs ----------------------------------------------------------------------------------------------
+@dataclass
+class GpuPlan:
+    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, why there is no GPU
+    when there is none, and `problem`: why nothing can be graded here at all (an incomplete install, a GPU the
+    installed NVRTC cannot compile for), with the exit code `problem_exit` the batch stops with."""
+
+    entries: list[str | None]
+    names: list[str]
+    reason: str = ""
+    problem: str = ""
+    problem_exit: int = 0
+
+
+def run_probe() -> dict:
+    """The answer of a short-lived `python -m grader.batch.worker --probe` child (grader.batch.worker.probe): count,
+    names and reason, plus problem and exit when nothing can be graded (this process never initialises CUDA: a
+    forked or later-spawned CUDA user must start clean). A probe that fails means no GPU, with the reason."""
+    try:
+        out = subprocess.run(PROBE_COMMAND, capture_output=True,
+                             timeout=PROBE_TIMEOUT, env=child_env(None), cwd=tempfile.gettempdir(), text=True)
+        info = json.loads(out.stdout.strip().splitlines()[-1])
+        return {**info, "count": int(info["count"]), "names": list(info["names"])}
+    except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
+        return {"count": 0, "names": [], "reason": f"the GPU probe failed ({type(err).__name__})"}
+
+
+def probe_gpus() -> tuple[int, list[str], str]:
+    """(count, names, reason) of the GPUs visible to this process's environment (run_probe)."""
+    info = run_probe()
+    return info["count"], info["names"], str(info.get("reason", ""))[:120]
+
+
+def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
+    """One slot per visible GPU (or per entry of `gpus`, positions among the visible ones, e.g. '0,2');
+    `workers` slots without a GPU when none is visible."""
+    info = run_probe()
+    count, names, reason = info["count"], info["names"], str(info.get("reason", ""))[:120]
+    if info.get("problem"):
+        return GpuPlan(entries=[], names=names, reason=reason, problem=str(info["problem"]),
+                       problem_exit=int(info.get("exit", EXIT_INCOMPLETE)))
+    if count == 0:
+        return GpuPlan(entries=[None] * max(1, workers), names=[], reason=reason)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [e.strip() for e in visible.split(",")][:count] if visible else [str(i) for i in range(count)]
+    chosen = list(range(count))
+    if gpus:
+        chosen = [int(g) for g in gpus.split(",") if g.strip()]
+        if any(not 0 <= g < count for g in chosen) or len(set(chosen)) != len(chosen):
+            raise ValueError(f"--gpus {gpus}: {count} GPU(s) visible, give distinct positions 0..{count - 1}")
+    return GpuPlan(entries=[ids[g] for g in chosen], names=[names[g] for g in chosen])
+
+
+# --- the command ---------------------------------------------------------------------------------------
+def batch_parser() -> argparse.ArgumentParser:
+    """The argument parser of `grade batch` (options and defaults as in the module docstring)."""
+    p = argparse.ArgumentParser(
+        prog="grade batch",
+        description="Grade a class: every submission compiled, verified and timed in its own process, one per "
+        "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
+        epilog=exit_codes_help(
+            (EXIT_PASS, "every submission has a row (whatever the verdicts)"),
+            (EXIT_INPUT, "usage error: bad option, nothing to grade, OUT locked by another batch, no NVRTC sandbox "
+                         "without --unsandboxed, a GPU the installed NVRTC cannot compile for (nothing graded)"),
+            (EXIT_NO_GPU, "no GPU: every submission has a row, static checks only (verification and timing need one)"),
+            (EXIT_INCOMPLETE, "incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM: the "
+                              "rows so far are kept), a worker could not start, a row is busy, or the install "
+                              "lacks its CUDA extra (nothing graded); run the same command again to finish"),
+            (EXIT_INTERRUPTED, "interrupted (Ctrl-C) before grading began (finding the submissions, probing the "
+                               "GPUs)")),
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
+                   "per student holding one .cu), or .cu files")
+    p.add_argument("--out", default="results", help="folder for results.jsonl, the gradebook, reports/ and index.html "
+                   "(default: results)")
+    p.add_argument("--compile-limit", type=positive_seconds, default=DEFAULT_COMPILE_LIMIT, metavar="S",
+                   help=f"seconds NVRTC may take per submission (default {DEFAULT_COMPILE_LIMIT:g})")
+    p.add_argument("--run-limit", type=positive_seconds, default=DEFAULT_RUN_LIMIT, metavar="S",
+                   help=f"seconds for start-up, and for verification plus timing (default {DEFAULT_RUN_LIMIT:g})")
+    p.add_argument("--memory-limit", type=positive_number, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
+                   help=f"stop a worker whose resident memory passes this (default {DEFAULT_MEMORY_LIMIT_GIB:g} GiB)")
+    p.add_argument("--shard", metavar="K/N", help="grade only slice K of N (1-based; sorted by id, round robin)")
+    p.add_argument("--gpus", metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); default all")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="parallel workers when there is no GPU (static checks only); default 1")
+    p.add_argument("--limit", type=int, metavar="N", help="grade at most N submissions in this run (exit 4 if "
+                   "some are left; a rerun continues)")
+    p.add_argument("--retry-errors", action="store_true", help="regrade submissions whose recorded verdict is error")
+    p.add_argument("--regrade", action="store_true", help="ignore earlier results and grade everything again")
+    p.add_argument("--arch", type=arch_type, default=None, help="compile target when there is no GPU (default sm_90)")
+    p.add_argument("--seed", type=seed_type, help="the same input seed for every submission (default: fresh per run)")
+    p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
+                   help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    p.add_argument("--counters", action="store_true",
+                   help="also measure each timed kernel's DRAM and L2 bytes with Nsight Compute (ncu); never "
+                        "changes a verdict")
+    p.add_argument("--counters-when-slow", action="store_true",
+                   help="measure the counters of a correct kernel under half the one-float-per-thread copy, as "
+                        "`grade FILE` does (its hints then name the measured cause); never changes a verdict")
+    p.add_argument("--unsandboxed", action="store_true",
+                   help="grade even where NVRTC cannot be confined by Landlock (not Linux 5.13+): the include "
+                        "filter alone then keeps submissions from reading this machine's files; recorded in "
+                        "the gradebook")
+    return p
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    """The argument parser of `grade merge OUT RESULTS...`."""
+    p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
+                                "files, or folders holding them) into one gradebook in OUT.",
+                                epilog=exit_codes_help((EXIT_PASS, "merged"),
+                                                       (EXIT_INPUT, "usage error: bad option, a RESULTS path "
+                                                                    "missing, or no result rows to merge"),
+                                                       EXIT_INTERRUPTED),
+                                formatter_class=HelpFormatter)
+    p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md, scores.csv, "
+                   "reports/ and index.html")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """`grade batch ...` or `grade merge ...` (argv[0] is 'batch' or 'merge'); returns the exit code."""
+    if argv and argv[0] == "merge":
+        return merge_main(argv[1:])
+    return batch_main(argv[1:] if argv and argv[0] == "batch" else argv)
+
+
+def batch_main(argv: list[str]) -> int:
+    """`grade batch` (module docstring); returns the exit code."""
+    parser = batch_parser()
+    return run_batch(parser.parse_args(argv), parser)
+
+
+def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`grade batch` on arguments parsed by batch_parser() (or the `grade` command's copy of it, `parser`, which
+    reports a bad option); returns the exit code. The steps: find the items, plan (GPUs, sandbox, settings,
+    keys), resume (the rows already graded), grade the rest, write the outputs."""
+    k, n = _checked_options(args, parser)
+    items = find_items(args, k, n)
+    if isinstance(items, int):
+        return items
+    plan = plan_batch(args, items, f".shard-{k}-of-{n}" if args.shard else "")
+    if isinstance(plan, int):
+        return plan
+    try:
+        store = gb.ResultStore(plan.results_path)
+    except OSError as err:
+        return _usage(f"cannot write {plan.results_path} ({err.strerror or err}); is another batch using this "
+                      "folder?")
+    known = {row.key: row for row in gb.load_files(sorted(plan.out.glob(gb.RESULTS_GLOB)))[0]}
+    todo, kept = resume(plan.items, known, regrade=args.regrade, retry_errors=args.retry_errors,
+                        gpu_seen=bool(plan.gpus.names))
+    rows = RowWriter(plan.out, store, kept)
+    progress = Progress(len(plan.items), len(kept), len(plan.gpus.entries), args.quiet)
+    try:
+        complete = grade_items(plan, todo[: args.limit] if args.limit is not None else todo, rows, progress)
+    finally:
+        progress.end()
+        store.close()
+    return write_batch(plan, rows.results, complete, args)
+
+
+def _checked_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[int, int]:
+    """The shard (K, N) of `args` ((1, 1) without --shard); a bad option goes to parser.error (exit 2)."""
+    try:
+        k, n = parse_shard(args.shard) if args.shard else (1, 1)
+        if args.workers < 1 or (args.limit is not None and args.limit < 1):
+            raise ValueError("--workers and --limit must be positive whole numbers")
+        if not args.out.strip():
+            raise ValueError("--out: give a folder for the results")
+    except ValueError as err:
+        parser.error(str(err))
+    return k, n
+
+
+def find_items(args: argparse.Namespace, k: int, n: int) -> list[Item] | int:
+    """The submissions to grade (discover; shard k of n with --shard; one for --format gradescope), or the
+    exit code of a usage error (no such path, an --out that is a file, nothing to grade)."""
+    if not any(os.path.lexists(raw) for raw in args.paths):  # a typo'd class folder: not a student's row
+        return _usage(f"no such file or folder: {', '.join(printable(m, 80) for m in args.paths[:5])}; nothing "
+                      "was graded")
+    out_problem = _out_problem(Path(args.out))
+    if out_problem:
+        return _usage(out_problem)
+    items = discover(args.paths, exclude=Path(args.out))
+    if args.shard:
+        items = shard(items, k, n)
+    if args.format == "gradescope" and any(not it.stray for it in items):
+        items = [it for it in items if not it.stray]  # one student's folder: a .cpp beside the .cu is host code
+    if args.format == "gradescope" and len(items) != 1:
+        found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
+        message = f"--format gradescope grades one submission; {len(items)} found ({found})"
+        gb.write_json(Path(args.out) / "results.json", gradescope_refusal(
+            f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
+        return _usage(message)
+    if not items:
+        return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    return items
+
+
+@dataclass
+class BatchPlan:
+    """What a batch grades and how: its items (each with its resume key), the Gradescope exports that named
+    them (read_exports), the GPU slots, the settings (and `key`, their part of every row's key: settings_for),
+    the sandbox's state, the output folder and the shard's `suffix` of the output names."""
+
+    items: list[Item]
+    exports: dict[str, dict[str, int]]
+    gpus: GpuPlan
+    settings: BatchSettings
+    key: dict[str, object]
+    box: sandbox.SandboxState
+    out: Path
+    suffix: str
+    shard: str | None
+    gradescope: bool
+
+    @property
+    def results_path(self) -> Path:
+        """The results file this batch appends to."""
+        return self.out / f"results{self.suffix}.jsonl"
+
+
+def plan_batch(args: argparse.Namespace, items: list[Item], suffix: str) -> BatchPlan | int:
+    """The plan of a batch on `items` (BatchPlan; every item's key set), or the exit code when nothing can be
+    graded: a Gradescope export that cannot be read, a bad --gpus, an incomplete install or a GPU the installed
+    NVRTC cannot compile for, no sandbox without --unsandboxed."""
+    try:
+        exports = read_exports(args.paths, items)
+    except InputError as err:
+        return _usage(f"{err}; fix it, or move {METADATA_NAME} out of the folder to grade without names")
+    try:
+        gpus = plan_gpus(args.gpus, args.workers)
+    except ValueError as err:
+        return _usage(str(err))
+    if gpus.problem:  # nothing can be graded on this machine: stop before any row, and say why
+        print(f"grade batch: {gpus.problem}; nothing was graded", file=sys.stderr)
+        if args.format == "gradescope":
+            gb.write_json(Path(args.out) / "results.json", gradescope_not_graded(gpus.problem))
+        return gpus.problem_exit
+    box = sandbox.state()
+    if not box.available and not args.unsandboxed:
+        return _usage(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
+                      "this machine's files; grade on Linux 5.13+ with Landlock, or add --unsandboxed to rely "
+                      "on the include filter alone")
+    if not box.available:
+        print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
+              "gradebook", file=sys.stderr)
+    settings = BatchSettings(arch=args.arch, seed=args.seed, sandbox=box.available, counters=args.counters,
+                             counters_when_slow=args.counters_when_slow, compile_limit=args.compile_limit,
+                             run_limit=args.run_limit, memory_limit_gib=args.memory_limit)
+    key = settings_for(settings, gpus.names)
+    for it in items:
+        it.key = result_key(it, key)
+    return BatchPlan(items=items, exports=exports, gpus=gpus, settings=settings, key=key, box=box,
+                     out=Path(args.out), suffix=suffix, shard=args.shard, gradescope=args.format == "gradescope")
+
+
+def resume(items: list[Item], known: dict[str, gb.BatchResult], *, regrade: bool = False,
+           retry_errors: bool = False, gpu_seen: bool = False) -> tuple[list[Item], dict[str, gb.BatchResult]]:
+    """(the items to grade, in order; the rows kept, by key) given the rows `known` by key from earlier runs:
+    an item is graded again when it has no row, with `regrade`, with `retry_errors` for an error row, and, when
+    a GPU is seen (`gpu_seen`), for a no-gpu or busy row. A kept row gets the submitters the item has now."""
+    todo = [it for it in items if regrade or it.key not in known
+            or (retry_errors and known[it.key].verdict == "error")
+            or (gpu_seen and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
+    again = {it.key for it in todo}
+    kept = {it.key: known[it.key].model_copy(update={"submitters": it.submitters, "submitted_at": it.submitted_at})
+            for it in items if it.key in known and it.key not in again}
+    return todo, kept
+
+
+class RowWriter:
+    """Where each row lands the moment it is known: appended to the results file (`store`), its report written
+    under `out` (grader.output.student_files), and kept in `results` by key (with the rows kept from earlier runs)."""
+
+    def __init__(self, out: Path, store: gb.ResultStore, kept: dict[str, gb.BatchResult]) -> None:
+        self.out, self.store, self.results = out, store, dict(kept)
+
+    def record(self, item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
+        """The row of `item` graded to `report` (phases: seconds; entry: its GPU's CUDA_VISIBLE_DEVICES value)."""
+        row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
+                             grader_version=grader.__version__, device=entry, phases=phases,
+                             submitters=item.submitters, submitted_at=item.submitted_at)
+        self.results[item.key] = row = self.store.append(row)  # as written: escaped, as a rerun or merge reads it
+        write_report(self.out, row.id, row.report, row.submitters, row.submitted_at)  # ready to send back at once
+
+
+def grade_items(plan: BatchPlan, todo: list[Item], rows: RowWriter, progress: Progress) -> bool:
+    """Grade `todo`: an item with a problem becomes its error row at once, the rest go to the workers
+    (grader.batch.pool.run_jobs). Returns False when interrupted (Ctrl-C, SIGTERM) or a worker could not start
+    (said on stderr), else True."""
+    for it in [it for it in todo if it.problem]:
+        rows.record(it, item_error(it, Stage.INPUT, it.problem), {}, None)
+        progress.done += 1
+    todo = [it for it in todo if not it.problem]
+    if not todo:
+        return True
+    tmp = Path(tempfile.mkdtemp(prefix="grade-batch-"))
+    try:
+        with _interrupt_on_signals():
+            return run_jobs(todo, [Slot(entry=e) for e in plan.gpus.entries], plan.settings, on_result=rows.record,
+                            progress=progress, tmp=tmp)
+    except Interrupted:
+        return False
+    except WorkerStartError as err:
+        print(f"grade batch: {printable(str(err), None)}; the batch stopped (rows so far are kept: fix the install "
+              "and run again)", file=sys.stderr)
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _interrupt_on_signals():
+    """While inside: SIGINT and SIGTERM raise Interrupted (once: a second Ctrl-C must not break the clean-up);
+    the handlers before are put back after. Off the main thread, signals are left alone."""
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    stopping = []
+
+    def interrupt(signum, frame):
+        if not stopping:
+            stopping.append(signum)
+            raise Interrupted()
+
+    for s in old:
+        try:
+            signal.signal(s, interrupt)
+        except ValueError:  # not the main thread: no clean stop on a signal
+            pass
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            try:
+                signal.signal(s, h)
+            except (ValueError, TypeError):
+                pass
+
+
+def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: bool, args: argparse.Namespace) -> int:
+    """Write the gradebook of every row there is (write_class_outputs; Gradescope's results.json too), print
+    the summary unless quiet, and return the exit code (module docstring): 4 when incomplete or a row is busy,
+    3 when a row is no-gpu or there is no GPU, else 0."""
+    rows = [results[it.key] for it in plan.items if it.key in results]
+    complete = complete and len(rows) == len(plan.items)
+    s = plan.settings
+    book = gb.build_gradebook(rows, grader.__version__, {**plan.key, "shard": plan.shard, "compile_limit":
+                                                         s.compile_limit, "run_limit": s.run_limit,
+                                                         "memory_limit_gib": s.memory_limit_gib,
+                                                         "sandbox": plan.box.describe(),
+                                                         **({"gradescope_export": plan.exports} if plan.exports
+                                                            else {})})
+    paths = write_class_outputs(book, plan.out, plan.suffix)
+    if plan.gradescope and rows and rows[0].report:
+        paths["gradescope"] = plan.out / "results.json"
+        wall = rows[0].phases.get("wall", rows[0].phases.get("total"))
+        gb.write_json(paths["gradescope"], gradescope_results(rows[0].report, execution_time=wall))
+    if not args.quiet:
+        _print_summary(book, paths, plan.gpus, complete, len(plan.items) - len(rows))
+    if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
+        return EXIT_INCOMPLETE
+    return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.gpus.names else EXIT_PASS
+
+
+def merge_main(argv: list[str]) -> int:
+    """`grade merge OUT RESULTS...`: the latest row of each id over all inputs, written as one gradebook."""
+    return run_merge(merge_parser().parse_args(argv))
+
+
+def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """`grade merge` on arguments parsed by merge_parser() or the `grade` command's copy of it (`parser`, unused:
+    for the same call as run_batch's); returns the exit code."""
+    files: list[Path] = []
+    for raw in args.results:
+        p = Path(raw)
+        if p.is_dir():
+            files.extend(sorted(p.glob(gb.RESULTS_GLOB)))
+        elif p.is_file():
+            files.append(p)
+        else:
+            return _usage(f"{raw}: no such file or folder", "grade merge")
+    out_problem = _out_problem(Path(args.out))
+    if out_problem:
+        return _usage(out_problem, "grade merge")
+    rows, bad = gb.load_files(files)
+    if not rows:
+        return _usage("nothing to merge: no result rows in " + " ".join(args.results), "grade merge")
+    merged = list(gb.latest_by_id(rows).values())
+    versions = sorted({r.grader_version for r in merged})
+    book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
+                                                            "unreadable_lines": bad})
+    paths = write_class_outputs(book, Path(args.out))
+    if not args.quiet:
+        print(f"merged {len(merged)} submissions from {len(files)} file(s)"
+              + (f"; {bad} unreadable line(s) skipped" if bad else ""))
+        for kind, path in paths.items():
+            print(f"  {kind}: {path}")
+    return EXIT_PASS
+
+
+def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict[str, Path]:
+    """Everything a batch or merge writes from its gradebook into `out`: the gradebook files
+    (grader.batch.gradebook.write_outputs, each name with `suffix`), every row's report (grader.output.student_files:
+    out/reports/, shared by the shards) and the class page (grader.batch.classpage: index{suffix}.html). Returns
+    {kind: path} (kind "reports" is the folder)."""
+    paths = gb.write_outputs(book, out, suffix)
+    for row in book.rows:
+        if row.report is not None:
+            write_report(out, row.id, row.report, row.submitters, row.submitted_at)
+    paths["reports"] = out / REPORTS_DIR
+    paths["page"] = write_page(book, out / f"index{suffix}.html")
+    return paths
+
+
+def _usage(message: str, command: str = "grade batch") -> int:
+    print(f"{command}: {printable(message, None)}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why the output folder `out` cannot be used (it, or a folder above it, is a file), or None."""
+    for where in (out, *out.parents):
+        if where.exists():
+            return None if where.is_dir() else f"--out {printable(str(out), 80)}: {printable(str(where), 80)} is a " \
+                                                 "file, not a folder; give a folder for the results"
+    return None
+
+
+def _print_summary(book: gb.Gradebook, paths: dict[str, Path], plan: GpuPlan, complete: bool, left: int) -> None:
+    print(gb.counts_table(book.counts, "simple"))
+    if not plan.names:
+        print(f"no GPU ({plan.reason}): static checks only; verification and timing need a CUDA GPU")
+    if not complete:
+        print(f"incomplete: {left} submission(s) not graded yet; run the same command again to finish")
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")

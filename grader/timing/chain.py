@@ -1,0 +1,107 @@
+"""Stage 5c, chain: the exercise's chain, timed for the student's part-3 rows; never graded.
+
+The exercise says: add biasGeluFused "to the chain in front of the existing residual add, add its row to the
+part 3 table with its own byte count". After the graded measurement, the student's kernel is timed again in a
+table of its own, in front of the page's residual add (addResidual), beside the page's staged chain
+(addBiasRow, applyGeluErf, addResidual: 7 floats per element) and fused chain (biasGeluResidualFused: 3) and
+the copies, at the benchmark shape, so the deleted store and load show in numbers:
+
+    biasGeluFused                 1 kernel   2 floats/elem   (yours)
+    biasGeluFused + addResidual   2 kernels  5 floats/elem   (yours, then the page's residual add)
+    staged chain<4>               3 kernels  7
+    fused chain<4>                1 kernel   3
+
+The page's kernels (grader.timing.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
+reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
+timing holds the GPU's grading lock; a disturbed timing (grader.timing.contention) shows no table. Outputs are not
+checked here: the graded measurement already checked every timed launch of the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grader import exercise
+from grader.timing.contention import disturbed, gpu_turn
+from grader.gpu.device import Gpu
+from grader.errors import Busy
+from grader.launch import LaunchSpec, bind
+from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
+                                        make_launch)
+from grader.timing.timer import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+
+BUFFERS = 6
+"""Benchmark-sized float32 buffers: x, r, t1, t2, out, and the copies' destination (t2 is reused)."""
+
+CHAIN_SETTINGS = TimerSettings(warmup_ms=50.0, min_reps=20, target_rse=0.01, cap_s=5.0)
+"""The chain follows the graded timing on the same GPU, whose clocks are up (grader.timing.timer.WARMUP_MS warmed it):
+a shorter warm-up touches the new buffers. Its rows are shown, never graded, and differ by 2x and more: 20
+rounds, until each median's relative standard error is under 1% (their spread and rounds are shown). 10 rounds
+after a 10 ms warm-up once gave a row an 8% spread on the H200, which the disturbance check refuses."""
+
+PAGE_KERNELS = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
+"""The page's kernels the table launches (at WIDE): the staged chain's three, and the fused chain."""
+
+YOURS = exercise.KERNEL_NAME
+YOURS_CHAIN = MODEL_ANSWER
+"""Row labels of the student's two rows: the kernel alone, and the kernel then the page's residual add."""
+
+
+def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+                settings: TimerSettings = CHAIN_SETTINGS) -> Table:
+    """Time the student's kernel alone and in front of addResidual, beside the page's staged and fused chains
+    and the copies (module docstring). spec, launch_values: the submission's launch, as in grader.timing.measure.
+
+    Raises Busy when the GPU was not quiet while timing (no table is shown then), GraderFault when a buffer
+    cannot be had (a card with too little free memory), SubmissionError when a kernel faults.
+    """
+    rows, cols = bench_shape(gpu.info, BUFFERS, free_bytes=gpu.free_bytes())
+    n = rows * cols
+    page = chain_kernels(WIDE)
+    loaded = load_chain(gpu, [page[k] for k in PAGE_KERNELS])
+    big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
+    bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
+    try:
+        fill = InputFiller(gpu)
+        fill(big["x"], n, 3, *exercise.INPUT_X_RANGE)
+        fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
+        fill(big["r"], n, 5, -1.0, 1.0)
+        timed = _rows(gpu, loaded, kernel, spec, launch_values, {**big, "bias": bias}, rows, cols)
+        with gpu_turn(gpu):
+            timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n)
+            timer.run(settings)
+            table = timer.table("the exercise's chain", f"{rows} x {cols}", matrix=(rows, cols))
+            reasons = disturbed(timer.timer.times, table.floor_gbs, gpu.info.peak_gbs)
+        if reasons:
+            raise Busy("the chain's timing was disturbed: " + "; ".join(reasons))
+        return table
+    finally:
+        for buf in (*big.values(), bias):
+            buf.close()
+
+
+def _rows(gpu: Gpu, loaded: dict, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+          buffers: dict, rows: int, cols: int) -> list[Timed]:
+    """The table's versions: the student's kernel alone (into out), the student's kernel into t1 then the
+    page's addResidual (t1 + r into out), the page's staged and fused chains. Each row's byte model is its
+    kernels' LaunchSpecs: the submission's (the exercise's 2 floats) and the page's."""
+    n = rows * cols
+    scalars = {"cols": cols, "n": n}
+    versions = chain_versions(WIDE)
+    yours = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["out"]}, rows, cols))
+    into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values(
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["t1"]}, rows, cols))
+    add_residual = versions["addResidual"]
+    residual = make_launch(gpu, loaded, add_residual, {**buffers, "x": buffers["t1"]}, scalars, rows, cols)
+
+    def yours_chain() -> None:
+        into_t1()
+        residual()
+
+    timed = [Timed(YOURS, yours, (spec,)), Timed(YOURS_CHAIN, yours_chain, (spec, *add_residual.specs))]
+    for name in (STAGED, FUSED):
+        v = versions[name]
+        timed.append(Timed(v.label, make_launch(gpu, loaded, v, buffers, scalars, rows, cols), v.specs,
+                           per_thread=v.per_thread))
+    return timed

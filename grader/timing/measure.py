@@ -1,0 +1,227 @@
+"""Stage 5b, measure: time the submission beside the copy floor at the benchmark shape, on one GPU.
+
+The submission and CopyFloor's three copies alternate in one grader.timing.timer.TableTimer on buffers of the
+benchmark shape (grader.timing.timer.bench_shape); inputs are redrawn on the GPU before every round and every
+timed launch's output is checked there (grader.check.verify.DeviceCheck). The timed part holds this GPU's grading
+lock and first waits for other processes to leave (grader.timing.contention); timings a quiet GPU would not give
+are re-timed once, then the verdict is withheld (Busy). The clocks are read from NVML before, during and
+after the timed rounds (grader.gpu.clocks): a slowdown, a clock that moved, or an SM clock below what the card
+sustains counts as a disturbed timing too. Returns a `Measurement`: the shape, the table, the floor, the
+fraction of the floor and its uncertainty band, and the clocks it was timed at.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from grader import exercise
+from grader.gpu.clocks import STEADY, ClockSample, Clocks, judge
+from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
+from grader.gpu.device import Gpu, GpuLoad
+from grader.errors import Busy, WrongOutput
+from grader.launch import LaunchSpec, bind
+from grader.model import ReportModel
+from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, InputFiller, Table, TableTimer, Timed, TimedRow,
+                                 bench_shape)
+from grader.check.verify import DeviceCheck
+
+BAND_SIGMAS = 2.0
+"""The fraction's uncertainty band is fraction x (1 +/- BAND_SIGMAS x sqrt(rse_sub^2 + rse_floor^2))."""
+
+
+class Measurement(ReportModel):
+    """The submission timed beside the copy floor: the benchmark shape (rows x cols), timed rounds, the table
+    (the submission's row first, then the copies'), the fraction of the copy floor (the floor's median time
+    over the submission's: for a kernel that moves what a copy moves, its GB/s over the floor's), the
+    fraction's band (low, high: BAND_SIGMAS standard errors of both medians) and the fraction of the
+    one-float-per-thread copy. `borderline`: the band still held a grade threshold after extra rounds."""
+
+    rows: int
+    cols: int
+    rounds: int
+    table: Table
+    fraction: float
+    fraction_low: float
+    fraction_high: float
+    fraction_of_scalar_copy: float
+    borderline: bool = False
+    clocks: Clocks | None = None
+
+    @property
+    def subject(self) -> TimedRow:
+        """The submission's row."""
+        return self.table.row(exercise.KERNEL_NAME)
+
+    @property
+    def floor(self) -> TimedRow:
+        """The copy floor's row (the fastest copy)."""
+        return self.table.row(self.table.floor_version)
+
+    @classmethod
+    def of(cls, table: Table, rows: int, cols: int, rounds: int) -> "Measurement":
+        """The measurement a table gives (its rows hold the submission's and the copies' medians)."""
+        sub, floor = table.row(exercise.KERNEL_NAME), table.row(table.floor_version)
+        fraction = floor.ms / sub.ms
+        half = BAND_SIGMAS * math.hypot(sub.rse, floor.rse)
+        return cls(rows=rows, cols=cols, rounds=rounds, table=table, fraction=fraction,
+                   fraction_low=fraction * (1 - half), fraction_high=fraction * (1 + half),
+                   fraction_of_scalar_copy=table.row(FLOOR_SCALAR).ms / sub.ms)
+
+
+def straddles(low: float, high: float) -> bool:
+    """True when [low, high] contains a grade threshold (grader.exercise.SILVER, GOLD): the band cannot tell
+    the grade, so measure times more rounds."""
+    return any(low < t <= high for t in (exercise.SILVER, exercise.GOLD))
+
+
+def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+            rng: np.random.Generator) -> Measurement:
+    """Time `kernel` (launched per `spec`; launch_values(ptrs, rows, cols) gives its arguments, as
+    grader.source.contract.Contract.launch_values) beside the copy floor at the benchmark shape, inputs from `rng`.
+    When the fraction's band straddles a grade threshold (straddles), time twice as many rounds to half the
+    target error.
+
+    Raises WrongOutput when a timed launch's output is wrong, Busy when the GPU was not quiet or its clocks
+    not right (the message is the whole reason; `clocks` holds the last timing's Clocks), GraderFault when the
+    card is too small (bench_shape) or a grader call fails, SubmissionError when the kernel faults.
+    """
+    bench = _Bench(gpu, rng)
+    try:
+        bench.redraw(-1)
+        launch = bind(gpu, kernel, spec, bench.rows, bench.cols,
+                      launch_values({"x": bench.x, "bias": bench.bias, "out": bench.out}, bench.rows, bench.cols))
+        subject = Timed(exercise.KERNEL_NAME, launch, (spec,))
+        floor = CopyFloor(gpu)
+        with gpu_turn(gpu):  # other gradings on this GPU wait; their numbers and ours stay clean
+            bench.time_quietly(floor, subject)
+    except Busy as err:
+        bench.reasons, bench.failures = [str(err)], []
+    finally:
+        bench.close()
+    return bench.result()
+
+
+class _Bench:
+    """One measurement's state on `gpu`: the benchmark-shaped buffers (x, bias, out, the copies' destination,
+    an L2-sized scratch), the input filler and the on-GPU check, the clock samples, and what the timing found
+    (failed checks, the reasons to distrust it, the GPU's other processes, the last Measurement)."""
+
+    def __init__(self, gpu: Gpu, rng: np.random.Generator) -> None:
+        self.gpu, self.rng = gpu, rng
+        self.rows, self.cols = bench_shape(gpu.info)
+        self.n = n = self.rows * self.cols
+        self.scratch_words = 2 * gpu.info.l2_bytes // 4
+        self.buffers = self.x, self.bias, self.out, self.copy_out, self.scratch = (
+            gpu.alloc(n * 4), gpu.alloc(self.cols * 4), gpu.alloc(n * 4), gpu.alloc(n * 4),
+            gpu.alloc(self.scratch_words * 4))
+        self.fill, self.check = InputFiller(gpu), DeviceCheck(gpu)
+        self.limits = gpu.clock_limits()
+        self.samples: list[ClockSample] = []
+        self.failures: list = []
+        self.reasons: list[str] = []
+        self.load: GpuLoad | None = None
+        self.m: Measurement | None = None
+
+    # --- the timing, on the GPU's grading lock ---------------------------------------------------------
+    def time_quietly(self, floor: CopyFloor, subject: Timed) -> None:
+        """Wait for quiet, time; a disturbed timing is timed once more after another wait; a band that
+        straddles a threshold gets twice the rounds (TableTimer.extend) and may stay `borderline`."""
+        self.load = wait_for_quiet(self.gpu)
+        timer = self.timed(floor, subject)
+        if self.reasons:  # disturbed: wait for quiet, then one fresh timing
+            self.load = wait_for_quiet(self.gpu)
+            timer = self.timed(floor, subject)
+        m = self.m
+        if m is not None and not self.reasons and straddles(m.fraction_low, m.fraction_high):
+            timer.extend(TARGET_RSE / 2)
+            self.m = m = self.measurement(timer)
+            m.borderline = straddles(m.fraction_low, m.fraction_high)
+            self.reasons = self.noise(timer, m)
+
+    def timed(self, floor: CopyFloor, subject: Timed) -> TableTimer:
+        """A fresh timing: its timer; `m` its measurement (None when a timed launch was wrong), `reasons` why
+        it is distrusted."""
+        self.samples.clear()
+        timer = TableTimer(self.gpu, floor, [subject], self.n, self.x, self.copy_out, self.n,
+                           before_round=self.redraw, after_round=self.check_round)
+        timer.run(ready=self.clocks_up if self.limits else None)
+        self.m = None if self.failures else self.measurement(timer)
+        self.reasons = self.noise(timer, self.m)
+        return timer
+
+    def measurement(self, timer: TableTimer) -> Measurement:
+        """The Measurement of everything `timer` timed, with the clocks judged over this timing's samples."""
+        self.sample("after")
+        m = Measurement.of(timer.table("grade", f"{self.rows} x {self.cols}", matrix=(self.rows, self.cols)),
+                           self.rows, self.cols, timer.timer.rounds)
+        m.clocks = judge(self.limits, self.samples)
+        return m
+
+    def noise(self, timer: TableTimer, m: Measurement | None) -> list[str]:
+        """Why the timing is distrusted (grader.timing.contention.disturbed, the clocks' problem); none without `m`."""
+        if m is None:
+            return []
+        clock_problem = [m.clocks.problem] if m.clocks and m.clocks.problem else []
+        return disturbed(timer.timer.times, m.table.floor_gbs, self.gpu.info.peak_gbs) + clock_problem
+
+    # --- between and after the timed rounds ------------------------------------------------------------
+    def sample(self, when: str) -> None:
+        """Keep NVML's clock sample `when` ('before', 'during', 'after'), if the GPU gives one."""
+        found = self.gpu.clock_sample(when)
+        if found is not None:
+            self.samples.append(found)
+
+    def clocks_up(self) -> bool:
+        """The warm-up may end: the SM clock is at what the card sustains (never, without NVML)."""
+        now = self.gpu.clock_sample("before")
+        target = self.limits.sustained_sm_mhz if self.limits else None
+        return bool(now and target and now.sm_mhz >= (1 - STEADY) * target)
+
+    def redraw(self, k: int) -> None:
+        """Fresh inputs before every timed round (a kernel that caches results goes stale), then a write of
+        twice the L2 size so the round's first launch does not find the new inputs' tail in cache. The first
+        timed round's is when the warm-up is over: the clocks' "before" sample."""
+        if k == 0 and not self.samples:
+            self.sample("before")
+        self.fill(self.x, self.n, int(self.rng.integers(2**63)), *exercise.INPUT_X_RANGE)
+        self.fill(self.bias, self.cols, int(self.rng.integers(2**63)), *exercise.INPUT_BIAS_RANGE)
+        self.gpu.fill_words(self.scratch, 0, self.scratch_words)
+
+    def check_round(self, k: int) -> bool:
+        """Check round k's output on the GPU (grader.check.verify.DeviceCheck); False stops the timing."""
+        v = self.check(self.x, self.bias, self.out, self.rows, self.cols, f"timed launch {k + 1}")
+        if not v.passed:
+            self.failures.append(v)
+        self.sample("during")
+        return v.passed
+
+    def close(self) -> None:
+        """Free the check's and the buffers' memory."""
+        self.check.close()
+        for b in self.buffers:
+            b.close()
+
+    def result(self) -> Measurement:
+        """The measurement. Raises WrongOutput for the first wrong timed launch, Busy (with `clocks`) when the
+        timing is distrusted."""
+        if self.failures:
+            raise WrongOutput(self.failures[0])
+        if self.reasons:
+            clocks = self.m.clocks if self.m is not None else None
+            busy = Busy(busy_reason(self.reasons, self.load, clocks))
+            busy.clocks = clocks
+            raise busy
+        return self.m
+
+
+def busy_reason(reasons: list[str], load: GpuLoad | None, clocks: Clocks | None = None) -> str:
+    """The withheld verdict's reason: why the timings are distrusted, and who else was on the GPU; when the
+    clocks alone were not right (`clocks.problem` is every reason), what they were."""
+    if clocks is not None and clocks.problem and reasons == [clocks.problem]:
+        return (f"not graded: the GPU's clocks were not right while timing ({clocks.problem}; timed at "
+                f"{clocks.summary()}); the kernel is correct; run again on a quiet GPU at its usual clocks")
+    return (f"not graded: the GPU was busy ({'; '.join(reasons)}; other processes: {describe(load)}); "
+            "the kernel is correct; run again when the GPU is quiet")
