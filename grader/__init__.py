@@ -1,7 +1,11 @@
 """Auto-grader for the course exercise `biasGeluFused` (out = GELU_erf(x + bias[col])).
 
-Stages, one module each, data flowing one way: source -> compile -> device -> reference/verify -> timing
--> grade -> report (and batch for a class). The exercise's constants live in grader.exercise.
+The stages are subpackages, data flowing one way from the source file to the report (docs/development.md,
+"Layout"): source (reading the file, includes, tokens, whole programs, prelude, contract, claims) -> build
+(NVRTC in its sandbox, the cubin) -> gpu (device, launch, kernels) -> check (float64 reference, verification)
+-> timing (timer, copy floor, measure, chain) -> feedback (hints, disassembly, counters) -> output (report,
+terminal, Gradescope), and batch for a class. grader.grade runs them for one file, grader.cli is the command
+line; the exercise's constants live in grader.exercise.
 
 Python API (for a notebook or a script; docs/grading.md, "From Python"):
 

@@ -582,9 +582,10 @@ def test_usage_errors_exit_2(tmp_path):
 def test_the_batch_own_files_are_not_in_the_resume_key():
     from grader.batch import worker
 
-    own = {Path(m.__file__).name for m in (batch, pool, gb, worker)}
+    own = {Path(m.__file__).relative_to(ROOT / "grader").as_posix() for m in (batch, pool, gb, worker)}
     assert own <= batch.plumbing_files()
-    assert not own & {Path(name).name for name, _ in batch.digest_files(ROOT / "grader")}
+    named = {name for name, _ in batch.digest_files(ROOT / "grader")}
+    assert "grader/batch/__init__.py" in named and not {f"grader/{path}" for path in own} & named
 
 
 def _copy_for_digest(tmp_path: Path) -> Path:
@@ -604,21 +605,22 @@ def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
             f.write(text)
         return batch.grader_digest(grader_dir) != before
 
-    assert changed(grader_dir / "kernels" / "floor.cu")  # a nested folder
-    (grader_dir / "source").mkdir()  # a stage subpackage, as a later move makes them
-    (grader_dir / "source" / "__init__.py").write_text("")
+    assert changed(grader_dir / "gpu" / "kernels" / "floor.cu")  # two folders down
+    (grader_dir / "newstage").mkdir()  # a new stage subpackage
+    (grader_dir / "newstage" / "__init__.py").write_text("")
     assert batch.grader_digest(grader_dir) != first
-    assert changed(grader_dir / "source" / "__init__.py", "X = 1\n")
-    (grader_dir / "source" / "deeper").mkdir()
-    (grader_dir / "source" / "deeper" / "table.json").write_text("{}")
-    assert changed(grader_dir / "source" / "deeper" / "table.json", " ")
-    assert changed(grader_dir / "host_macros.json", " ")
-    assert changed(grader_dir / "page_kernels.py", "# edited\n") and changed(grader_dir / "kernels" / "chain.cu")
+    assert changed(grader_dir / "newstage" / "__init__.py", "X = 1\n")
+    (grader_dir / "newstage" / "deeper").mkdir()
+    (grader_dir / "newstage" / "deeper" / "table.json").write_text("{}")
+    assert changed(grader_dir / "newstage" / "deeper" / "table.json", " ")
+    assert changed(grader_dir / "source" / "host_macros.json", " ")
+    assert changed(grader_dir / "timing" / "page_kernels.py", "# edited\n")
+    assert changed(grader_dir / "gpu" / "kernels" / "chain.cu")
     for own in batch.plumbing_files():  # the batch's own modules do not change a grade
         assert not changed(grader_dir / own, "# edited\n"), own
-    (grader_dir / "source" / "__pycache__").mkdir()
-    (grader_dir / "source" / "__pycache__" / "x.py").write_text("")
-    assert not changed(grader_dir / "source" / "__pycache__" / "x.py", "# a cache\n")
+    (grader_dir / "newstage" / "__pycache__").mkdir()
+    (grader_dir / "newstage" / "__pycache__" / "x.py").write_text("")
+    assert not changed(grader_dir / "newstage" / "__pycache__" / "x.py", "# a cache\n")
 
 
 def test_result_keys_of_existing_settings_are_unchanged(monkeypatch):

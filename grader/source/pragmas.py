@@ -77,13 +77,16 @@ _VA_OPT = ("nvcc's preprocessor (g++) expands `__VA_OPT__` and NVRTC 13.0 does n
 def _diverging() -> dict[str, str]:
     """{reserved name: why it is refused} for host_macros.json's nvcc_only and nvrtc_only, and `__VA_OPT__`."""
     data = host_macros()
-    nvcc = ("a macro nvcc's preprocessor defines (the host compiler, g++, and its implicit cuda_runtime.h) and "
-            "NVRTC does not")
-    nvrtc = "a macro NVRTC defines and nvcc's preprocessor does not"
-    then = ("so an `#if` on it takes another branch in the grader than in nvcc's build, and code that uses it "
-            "compiles in one and not the other; write the value or the branch you mean")
-    why = {name: f"{nvcc}, {then}" for name in data.get("nvcc_only", ())}
-    why.update({name: f"{nvrtc}, {then}" for name in data.get("nvrtc_only", ())})
+    nvcc = ("a macro nvcc's preprocessor defines (g++ predefines it, or nvcc's implicit cuda_runtime.h does) and "
+            "NVRTC does not: an #if or #ifdef on it takes another branch in the grader than in nvcc's build, and "
+            "code that uses it does not compile here; remove the test and keep the branch you mean, or write the "
+            "value itself")
+    nvrtc = ("a macro NVRTC defines and nvcc's preprocessor does not: an #if or #ifdef on it takes another branch "
+             "in the grader than in nvcc's build; remove the test and keep the branch nvcc takes (a whole program "
+             "may #include <cstdio> and the other standard headers without a guard)")
+    why = {name: nvcc for name in data.get("nvcc_only", ())}
+    why.update({name: nvrtc for name in data.get("nvrtc_only", ())})
+    why["__COUNTER__"] = nvcc + " (for __COUNTER__: distinct integer constants)"
     why["__VA_OPT__"] = _VA_OPT
     return why
 
