@@ -410,6 +410,11 @@ def clocks_lines(rows: list[BatchResult]) -> list[str]:
     return out + [""]
 
 
+def _count(n: int, noun: str) -> str:
+    """"1 submission", "2 submissions"."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def summary_markdown(book: Gradebook) -> str:
     """The markdown summary: counts per verdict, a histogram of fractions (equal bins, the thresholds marked), the
     copy floor and card(s), the rows that need a look (to_look_at: errors of the input or the grader, busy rows,
@@ -421,7 +426,7 @@ def summary_markdown(book: Gradebook) -> str:
     out += _fractions_section(rows) + _floor_section(book) + clocks_lines(rows)
     missing = {kind: sum(kind in r.notes for r in rows) for kind in NOTE_KINDS}
     if any(missing.values()):
-        out.append(f"Notes: {missing['row-missing']} submissions gave no part-3 table row and "
+        out.append(f"Notes: {_count(missing['row-missing'], 'submission')} gave no part-3 table row and "
                    f"{missing['claim-missing']} no sentence about the copy floor (each report tells its student).")
         out.append("")
     return "\n".join(out + _look_section(rows) + _identical_section(rows))
