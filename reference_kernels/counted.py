@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from tabulate import tabulate
 
-from grader.feedback.counters import CountersUnavailable, KernelCounters, kernel_counters, run_ncu
+from grader.feedback.counters import CountersUnavailable, KernelCounters, kernel_base, kernel_counters, run_ncu
 
 BIAS_SLACK = 0.05
 """A cache-resident read must not add more than this share to a kernel's modeled bytes."""
@@ -94,7 +94,7 @@ def suite_counters(arch: str | None = None, device: int = 0) -> SuiteCounters:
 def suite_counters_from(tool: str, rows: list[dict[str, str]], plan: list[dict]) -> SuiteCounters:
     """Match ncu's rows (launch order) to the child's plan: a list of {"table", "label", "kernels" (count),
     "elements", "modeled"} in launch order; kernels named in SKIPPED are passed over."""
-    measured = [r for r in rows if not r.get("Kernel Name", "").startswith(SKIPPED)]
+    measured = [r for r in rows if kernel_base(r.get("Kernel Name", "")) not in SKIPPED]
     out = SuiteCounters(tool=tool)
     at = 0
     for step in plan:

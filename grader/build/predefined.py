@@ -1,4 +1,5 @@
-"""Part of stage 2, build (asked by stage 1, source): which macro names the installed NVRTC defines before a file's first line.
+"""Part of stage 2, build (asked by stage 1, source): which macro names the installed NVRTC defines before a
+file's first line.
 
 grader.source.program decides the `#if` branches NVRTC certainly skips without running NVRTC: a name the file never
 defines is not defined in `#ifdef` and is 0 in `#if`, as the preprocessor reads it (the grader passes no

@@ -391,7 +391,7 @@ SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answ
 """How the findings name each launch."""
 
 
-PROFILED_KERNELS = f"{exercise.KERNEL_NAME}|copyVec4|copyScalar"
+PROFILED_KERNELS = "|".join((exercise.KERNEL_NAME, *_COPIES))
 """ncu's --kernel-name regex for the profiled child's launches (it matches the function's own name)."""
 
 
@@ -450,7 +450,7 @@ def _launched(rows: list[dict[str, str]]) -> int:
     """Elements of the profiled launches: the "n" of the child's JSON line, which ncu's log does not hold, so
     it is worked out from the copy's grid instead (copyVec4: one float4 per thread, 256 threads per block)."""
     for row in rows:
-        if kernel_base(row.get("Kernel Name", "")) == "copyVec4":
+        if _COPIES.get(kernel_base(row.get("Kernel Name", ""))) == COPY_VEC4:
             grid = [int(v) for v in row.get("Grid Size", "").strip("()").split(",") if v.strip().isdigit()]
             if grid:
                 return grid[0] * exercise.BLOCK * 4
