@@ -81,8 +81,30 @@ Why these numbers:
 
 INPUT_X_RANGE = (-4.0, 4.0)
 INPUT_BIAS_RANGE = (-0.5, 0.5)
-"""Inputs are uniform in these ranges, so about 70% of x + bias falls at 1 <= |v| <= 4, where the tanh
-GELU is farthest from the exact one."""
+"""The uniform part of every draw (symmetric, half-widths powers of two: grader.check.draws), so about 65% of
+x + bias falls at 1 <= |v| <= 4, where the tanh GELU is farthest from the exact one."""
+
+X_DRAW_SHARES = dict(nan=64, zero=256, subnormal=256, wide=4096, wide_exp0=2, wide_exps=14)
+"""How x's draws mix values, out of 65536 (grader.check.draws.DrawMix): 1/1024 NaN (the answer is NaN, as
+torch.nn.functional.gelu gives), 1/256 exact +0 or -0, 1/256 subnormals, 1/16 wide values of magnitude 4 to 65536
+(erf saturates past |v| = 4; LLM activations carry outliers in the hundreds and thousands: Sun et al. 2024,
+arXiv:2402.17762), the rest uniform in INPUT_X_RANGE. A GELU right only on the page's range (a clamp, an erf
+polynomial fitted there) fails; every timed launch draws from the same mix, so a kernel cannot be right only on
+the timing's distribution."""
+
+BIAS_DRAW_SHARES = dict(zero=1024, subnormal=512, wide=1024, wide_exp0=0, wide_exps=8)
+"""How bias draws mix values: 1/64 exact +0 or -0 (with x's subnormals and zeros they make subnormal and signed-zero
+sums), 1/128 subnormals, 1/64 wide values of magnitude 1 to 256, the rest uniform in INPUT_BIAS_RANGE. No NaN: a
+NaN bias would make a whole column NaN."""
+
+POISON_WORD = 0xF149F2CA
+"""The output's contents before a checked launch: float32 -1.0e30, a value GELU never takes (its minimum is about
+-0.17), so an element the kernel never wrote fails whatever its input (a NaN input's answer is NaN, so a NaN poison
+would pass there)."""
+
+REPEAT_EVERY = 4
+"""Every REPEAT_EVERY-th timed round keeps the previous round's inputs (the output is still poisoned first): a
+kernel that skips work when its inputs look unchanged (a fingerprint memo) leaves the poison and fails."""
 
 GUARD_BYTES = 64 * 1024
 """Guard region before and after every device buffer of the correctness run (a multiple of 256, so the
@@ -96,6 +118,12 @@ GUARD_WORD = 0x7FBADBAD
 GOLD = 0.90
 SILVER = 0.75
 """Fraction of the copy floor (the page's Check: 90% or more is gold, 75 to 90 silver, below fails)."""
+
+PHYSICAL_BOUND = 1.03
+"""The most of the copy floor a measurement may show and still be a verdict: a correct kernel reads x and writes out,
+which is what the copy moves, so it cannot beat the copy by more than the timing's noise (the floor is the fastest
+of three copies; on the H200 the gold answer measures 0.96, docs/h200.md). A fraction above this is never graded:
+either the kernel moved fewer bytes than the job needs or the floor was measured wrong (grader.timing.measure)."""
 
 THRESHOLDS_TEXT = f"gold >= {GOLD:.2f}, silver >= {SILVER:.2f}"
 """The thresholds as the reports and the gradebook print them."""

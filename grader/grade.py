@@ -157,9 +157,11 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
     stage(Stage.TIME)
     out.measurement = measure(gpu, kernel, spec, contract.launch_values, rng)
     try:
-        out.chain = chain_table(gpu, kernel, spec, contract.launch_values)
+        out.chain = chain_table(gpu, kernel, spec, contract.launch_values, rng=rng)
+    except (WrongOutput, SubmissionError):  # the kernel's own output or fault: graded as in the measurement
+        raise
     except GraderError as err:  # the chain is shown, never graded: its failure is a note
-        out.chain_note = f"the exercise's chain was not timed: {err}"
+        out.chain_note = f"the exercise's chain is not shown: {err}"
 
 
 def check_launch_fits(limits: dict[str, int], contract: Contract) -> None:
@@ -189,7 +191,8 @@ def assemble(out: Outcome) -> GradeReport:
                          kernel_output=out.printed.lines, kernel_output_dropped=out.printed.dropped)
     if out.compiled is not None:
         report.compile = _compile_summary(out.compiled, out.target, out.limits)
-    m, err = out.measurement, out.stopped
+    err = out.stopped
+    m = out.measurement if err is None else None  # a kernel stopped after its timing (the chain) shows no number
     if isinstance(err, WrongOutput):
         if err.verification not in report.verification:
             report.verification.append(err.verification)
@@ -211,7 +214,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.verdict = "no-gpu"
         report.reason = (f"no GPU ({out.no_gpu}); compiled for {out.target} and checked the parameter list, "
                          "both fine; verification and timing need a CUDA GPU")
-    if m is not None and not isinstance(err, Busy):  # a withheld timing shows no number
+    if m is not None:
         report.bench_rows, report.bench_cols, report.table = m.rows, m.cols, m.table.rows
         report.floor_version, report.floor_gbs = m.table.floor_version, m.table.floor_gbs
         report.fraction, report.fraction_low, report.fraction_high = m.fraction, m.fraction_low, m.fraction_high

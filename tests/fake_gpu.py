@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.check import draws
 from grader.gpu.device import GpuInfo, address
 from reference_kernels import expected as ref
 
@@ -24,6 +25,24 @@ class FakeBuffer:
 
     def close(self) -> None:
         self.gpu.allocs.pop(self.ptr, None)
+
+
+class FakeFence:
+    """The stand-in for grader.gpu.device.Fence: one allocation of exactly `size` bytes (the stand-in's allocations
+    keep 256 bytes apart, and an access outside every live one fails), buffers placed at its start or end."""
+
+    def __init__(self, gpu: "FakeGpu", nbytes: int) -> None:
+        self.size = -(-nbytes // 4096) * 4096
+        self.buffer = gpu.alloc(self.size)
+        self.base = self.buffer.ptr
+
+    def place(self, nbytes: int, side: str):
+        from grader.gpu.device import FENCE_ALIGN
+        from grader.launch import DevicePtr
+
+        if side == "start":
+            return DevicePtr(self.base)
+        return DevicePtr((self.base + self.size - nbytes) // FENCE_ALIGN * FENCE_ALIGN)
 
 
 class FakeKernel:
@@ -49,6 +68,12 @@ class FakeGpu:
         """clock_plan(when, k) -> grader.gpu.clocks.ClockSample | None for the k-th clock_sample call (None: no
         NVML)."""
         self.clock_calls: list[str] = []
+        self.fences = None
+        self.fault: str | None = None
+        """A fault a test's kernel left (a CUDA error name): sync() raises it, as a real sticky fault."""
+        self.kernel_ms: dict[str, float] = {}
+        """Launch time of a kernel by name, where it is not launch_ms."""
+        """The Fence fence() gives (None: made on first use; False: the stand-in driver has no VMM)."""
 
     # --- memory ----------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> FakeBuffer:
@@ -81,6 +106,13 @@ class FakeGpu:
         self.view(address(dst), nbytes)[:] = self.view(address(src), nbytes)
         self.clock += nbytes * 2e-9
 
+    def fence(self, nbytes: int) -> "FakeFence | None":
+        if self.fences is False:
+            return None
+        if self.fences is None or self.fences.size < nbytes:
+            self.fences = FakeFence(self, nbytes)
+        return self.fences
+
     def free_bytes(self) -> int:
         return self.info.free_bytes - sum(m.size for m in self.allocs.values())
 
@@ -103,7 +135,10 @@ class FakeGpu:
         return {name: FakeKernel(name, info.params) for name, info in compiled.kernels.items()}
 
     def sync(self) -> None:
-        pass
+        if self.fault:  # sticky, as a real fault is: every later sync raises it again
+            from grader.errors import Stage, SubmissionError
+
+            raise SubmissionError(Stage.RUN, f"the kernel faulted on the GPU: {self.fault}", fault=self.fault)
 
     def record(self) -> float:
         return self.clock
@@ -117,7 +152,7 @@ class FakeGpu:
         assert 0 < grid[1] <= 65535 and block[0] * block[1] * block[2] <= 1024
         self.launches.append(kernel.expr)
         getattr(self, "_k_" + kernel.name)(kernel, grid, block, *[a.item() for a in args])
-        self.clock += self.launch_ms
+        self.clock += self.kernel_ms.get(kernel.name, self.launch_ms)
 
     def _threads(self, grid, block) -> int:
         return grid[0] * block[0]
@@ -134,20 +169,27 @@ class FakeGpu:
         m = self._covered(grid, block, 1, n4) * 4
         self.arr(dst, m, np.float32)[:] = self.arr(src, m, np.float32)
 
-    def _k_checkBiasGelu(self, k, grid, block, x, bias, out, rows, cols, atol, rtol, bad, first):
-        v = self.arr(x, rows * cols, np.float32).astype(np.float64).reshape(rows, cols) + \
-            self.arr(bias, cols, np.float32).astype(np.float64)
-        want = ref.gelu_erf(v).ravel()
-        got = self.arr(out, rows * cols, np.float32).astype(np.float64)
-        wrong = ~(np.abs(got - want) <= atol + rtol * np.abs(want))
-        counters = self.arr(bad, 1, np.uint64)
-        counters[0] += np.uint64(wrong.sum())
-        if wrong.any():
-            self.arr(first, 1, np.uint64)[0] = min(int(self.arr(first, 1, np.uint64)[0]), int(np.argmax(wrong)))
+    def _k_checkBiasGelu(self, k, grid, block, x, bias, out, rows, cols, xs, xsh, xshape, bs, bsh, bshape, atol,
+                         rtol, counts):
+        n = rows * cols
+        xv = draws.draw(xs, n, draws.unpack(xsh, xshape))
+        bv = draws.draw(bs, cols, draws.unpack(bsh, bshape))
+        want = ref.gelu_erf(xv.astype(np.float64).reshape(rows, cols) + bv.astype(np.float64)).ravel()
+        got = self.arr(out, n, np.float32).astype(np.float64)
+        ok = np.where(np.isnan(want), np.isnan(got), np.abs(got - want) <= atol + rtol * np.abs(want))
+        c = self.arr(counts, 6, np.uint64)
+        for slot, wrong in ((0, ~ok), (2, self.arr(x, n, np.uint32) != xv.view(np.uint32)),
+                            (4, self.arr(bias, cols, np.uint32) != bv.view(np.uint32))):
+            c[slot] += np.uint64(wrong.sum())
+            if wrong.any():
+                c[slot + 1] = min(int(c[slot + 1]), int(np.argmax(wrong)))
 
     def _k_fillUniform(self, k, grid, block, out, n, seed, lo, hi):
         rng = np.random.default_rng(seed)
         self.arr(out, n, np.float32)[:] = rng.uniform(lo, hi, n).astype(np.float32)
+
+    def _k_fillDraw(self, k, grid, block, out, n, seed, shares, shape):
+        self.arr(out, n, np.float32)[:] = draws.draw(seed, n, draws.unpack(shares, shape))
 
     # --- RoPE
     def _rope_index(self, pairs, half, heads, seq, m):
@@ -188,7 +230,7 @@ class FakeGpu:
     # --- chain
     def _row(self, k, grid, block, cols, f, *ptrs):
         rows = grid[1]
-        covered = min(cols, grid[0] * block[0] * k.width)
+        covered = min(cols, grid[0] * block[0] * k.width) if k.width else cols  # a student's kernel: every column
         a = [self.arr(p, rows * cols, np.float32).reshape(rows, cols)[:, :covered] for p in ptrs[:-1]]
         out = self.arr(ptrs[-1], rows * cols, np.float32).reshape(rows, cols)
         out[:, :covered] = f(*a).astype(np.float32)

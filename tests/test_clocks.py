@@ -181,7 +181,7 @@ def test_steady_clocks_are_measured_and_the_warm_up_ends_when_they_are_up(fake):
 def warm_up_launches(gpu) -> int:
     """Launches between the first of the submission (the warm-up starts) and the first timed round's redraw."""
     first = gpu.launches.index(exercise.KERNEL_NAME)
-    return gpu.launches.index("fillUniform", first) - first
+    return gpu.launches.index("fillDraw", first) - first
 
 
 def test_a_clock_that_moves_is_timed_again_then_withheld(fake):

@@ -25,7 +25,7 @@ LAYERS = [
     # a whole program's declarations, and what each one is
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
-    ["grader.model"],
+    ["grader.model", "grader.check.draws"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     # (finding and running a disassembler, below the machine code's facts)
     ["grader.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",

@@ -42,18 +42,23 @@ def test_float32_rounding_of_a_correct_kernel_passes(inputs):
     got = (0.5 * v * (1 + np.vectorize(math.erf)(v.astype(np.float64) / math.sqrt(2)))).astype(np.float32)
     r = compare(got, bias_gelu(x, bias))
     assert r.passed, r.message
-    assert r.max_abs_error < 2e-6
+    assert r.max_tolerance_share < 0.2, r.message
+    page = np.abs(x.astype(np.float64) + bias) < 4.5
+    assert np.nanmax(np.abs(got[page] - bias_gelu(x, bias)[page])) < 2e-6
 
 
 def test_tanh_gelu_fails_with_first_bad_and_both_values(inputs):
     x, bias = inputs
     got = gelu_tanh(x.astype(np.float64) + bias).astype(np.float32)
-    r = compare(got, bias_gelu(x, bias))
+    r = compare(got, bias_gelu(x, bias), (x, bias))
     assert not r.passed
     assert r.bad > r.total // 2
     assert r.first_bad is not None
     assert f"(row {r.first_bad.row}, col {r.first_bad.col})" in r.message
-    assert r.max_abs_error == pytest.approx(exercise.TANH_GAP_MAX, rel=0.05)
+    v = x.astype(np.float64) + bias
+    page = np.abs(v) < 4.5
+    assert np.abs(got - bias_gelu(x, bias))[page].max() == pytest.approx(exercise.TANH_GAP_MAX, rel=0.05)
+    assert r.first_bad.x == x[r.first_bad.row, r.first_bad.col] and f"x + bias = " in r.message
 
 
 def test_inputs_put_most_values_where_tanh_is_far(inputs):
@@ -71,7 +76,7 @@ def test_nan_and_inf_are_bad_and_reported(inputs):
     r = compare(got, ref)
     assert (r.bad, r.not_finite, r.first_bad.row, r.first_bad.col) == (2, 2, 3, 5)
     assert math.isfinite(r.max_abs_error)
-    assert "not finite" in r.message
+    assert "2 NaN or inf where a number was expected" in r.message
     assert '"NaN"' in r.model_dump_json()
 
 

@@ -256,6 +256,22 @@ class Gpu:
         free, _ = self._call(self._driver.cuMemGetInfo(), "cuMemGetInfo")
         return int(free)
 
+    def fence(self, nbytes: int) -> "Fence | None":
+        """A Fence of at least `nbytes` (made once and kept; a larger one replaces it), or None where the driver
+        has no virtual memory management (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED is 0: then no read
+        outside a buffer can be made to fault). Raises GraderFault when the driver refuses the mapping."""
+        fence = getattr(self, "_fence", None)
+        if fence is not None and fence.size >= nbytes:
+            return fence
+        attr = self._driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+        if not self._call(self._driver.cuDeviceGetAttribute(attr, self.device.device_id), "cuDeviceGetAttribute"):
+            return None
+        if fence is not None:
+            self.sync()
+            fence.close()
+        self._fence = Fence(self, nbytes)
+        return self._fence
+
     # --- the GPU's other users (NVML, through cuda.core.system) ---------------------------------
     def uuid(self) -> str:
         """The device's UUID as CUDA reports it (the same whatever CUDA_VISIBLE_DEVICES maps it to)."""
@@ -398,6 +414,86 @@ class GuardedArray:
 
     def close(self) -> None:
         self.buffer.close()
+
+
+FENCE_ALIGN = 256
+"""Where a Fence places a buffer that must end at unmapped memory: its start rounded down to this, the alignment
+cudaMalloc guarantees (CUDA C++ Programming Guide, "Device Memory Accesses"), so a kernel that relies on it still
+runs. A read past the end faults once it goes past the rounding's slack (under FENCE_ALIGN bytes)."""
+
+
+class Fence:
+    """Device memory with unmapped address space on both sides, so that an access just outside it faults
+    (CUDA_ERROR_ILLEGAL_ADDRESS) instead of reading a neighbour: the driver's virtual memory management reserves
+    one allocation granule before and after a mapped region of `size` bytes (cuMemAddressReserve, cuMemCreate,
+    cuMemMap, cuMemSetAccess; CUDA Driver API, "Virtual Memory Management"). `place` puts a buffer at the region's
+    start or at its end. Made by Gpu.fence; a self-test writes and reads the whole region before use, so a fault
+    in it is never the grader's mapping.
+
+    Raises GraderFault when the driver refuses a step or the self-test fails.
+    """
+
+    def __init__(self, gpu: Gpu, nbytes: int) -> None:
+        d = gpu._driver
+        self._gpu, self._d = gpu, d
+        prop = d.CUmemAllocationProp()
+        prop.type = d.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = gpu.device.device_id
+        gran = int(gpu._call(d.cuMemGetAllocationGranularity(
+            prop, d.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity"))
+        self.gran = gran
+        self.size = max(1, -(-nbytes // gran)) * gran
+        self._reserved = int(gpu._call(d.cuMemAddressReserve(self.size + 2 * gran, gran, 0, 0), "cuMemAddressReserve"))
+        self.base = self._reserved + gran
+        self._handle = self._mapped = None
+        try:
+            self._handle = gpu._call(d.cuMemCreate(self.size, prop, 0), "cuMemCreate")
+            gpu._call(d.cuMemMap(self.base, self.size, 0, self._handle, 0), "cuMemMap")
+            self._mapped = True
+            access = d.CUmemAccessDesc()
+            access.location = prop.location
+            access.flags = d.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            gpu._call(d.cuMemSetAccess(self.base, self.size, [access], 1), "cuMemSetAccess")
+            self._self_test()
+        except BaseException:
+            self.close()
+            raise
+
+    def _self_test(self) -> None:
+        """Write the whole mapped region and read it back (driver calls: a failure is the grader's, not sticky)."""
+        words = self.size // 4
+        self._gpu.fill_words(self.base, GUARD_TEST_WORD, words)
+        back = self._gpu.download(self.base, words, np.uint32)
+        if not np.all(back == GUARD_TEST_WORD):
+            raise GraderFault("the grader's fenced buffer did not read back what was written; this is not the "
+                              "submission's doing: report it with the GPU and driver")
+
+    def place(self, nbytes: int, side: str) -> DevicePtr:
+        """The address of an `nbytes` buffer at the region's 'start' (an access before it faults) or 'end' (its
+        start rounded down to FENCE_ALIGN, so an access more than the slack past its end faults)."""
+        if nbytes > self.size:
+            raise ValueError(f"{nbytes} bytes do not fit a fence of {self.size}")
+        if side == "start":
+            return DevicePtr(self.base)
+        return DevicePtr((self.base + self.size - nbytes) // FENCE_ALIGN * FENCE_ALIGN)
+
+    def close(self) -> None:
+        """Unmap, release and free the address range (each step only if it was made; never raises)."""
+        d = self._d
+        if self._mapped:
+            d.cuMemUnmap(self.base, self.size)
+            self._mapped = None
+        if self._handle is not None:
+            d.cuMemRelease(self._handle)
+            self._handle = None
+        if self._reserved:
+            d.cuMemAddressFree(self._reserved, self.size + 2 * self.gran)
+            self._reserved = 0
+
+
+GUARD_TEST_WORD = 0x5EEDF00D
+"""What Fence's self-test writes and reads back."""
 
 
 _NVML_SM, _NVML_MEM = 1, 2

@@ -13,25 +13,34 @@ the copies, at the benchmark shape, so the deleted store and load show in number
 
 The page's kernels (grader.timing.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
 reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
-timing holds the GPU's grading lock; a disturbed timing (grader.timing.contention) shows no table. Outputs are not
-checked here: the graded measurement already checked every timed launch of the kernel.
+timing holds the GPU's grading lock; a disturbed timing (grader.timing.contention), or a row faster than the copy
+floor allows (grader.timing.timer.over_bound), shows no table. The rows printed as the student's are measured as the
+graded ones are: inputs redrawn before every round (grader.check.draws), the student's outputs poisoned first and
+checked on the GPU after it, against the inputs as drawn (grader.check.verify.DeviceCheck); a wrong one fails the
+submission (WrongOutput), as a wrong graded launch does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from grader import exercise
 from grader.timing.contention import disturbed, gpu_turn
 from grader.gpu.device import Gpu
-from grader.errors import Busy
+from grader.check.draws import BIAS_MIX, X_MIX
+from grader.check.verify import DeviceCheck
+from grader.errors import Busy, GraderFault, WrongOutput
 from grader.launch import LaunchSpec, bind
 from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
                                         make_launch)
-from grader.timing.timer import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
+from grader.timing.timer import (CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape,
+                                 over_bound)
 
-BUFFERS = 6
-"""Benchmark-sized float32 buffers: x, r, t1, t2, out, and the copies' destination (t2 is reused)."""
+BUFFERS = 7
+"""Benchmark-sized float32 buffers: x, r, t1, t2, out, and the student's two outputs (its row's out, its chain's
+t1); t2 is also the copies' destination."""
 
 CHAIN_SETTINGS = TimerSettings(warmup_ms=50.0, min_reps=20, target_rse=0.01, cap_s=5.0)
 """The chain follows the graded timing on the same GPU, whose clocks are up (grader.timing.timer.WARMUP_MS warmed it):
@@ -46,54 +55,101 @@ YOURS = exercise.KERNEL_NAME
 YOURS_CHAIN = MODEL_ANSWER
 """Row labels of the student's two rows: the kernel alone, and the kernel then the page's residual add."""
 
+STUDENT_OUTPUTS = {"y_out": YOURS, "y_t1": YOURS_CHAIN}
+"""The buffers the student's kernel writes in the chain's rounds, each checked after every round, and its row."""
+
 
 def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
-                settings: TimerSettings = CHAIN_SETTINGS) -> Table:
+                settings: TimerSettings = CHAIN_SETTINGS, rng: np.random.Generator | None = None) -> Table:
     """Time the student's kernel alone and in front of addResidual, beside the page's staged and fused chains
-    and the copies (module docstring). spec, launch_values: the submission's launch, as in grader.timing.measure.
+    and the copies (module docstring). spec, launch_values: the submission's launch, as in grader.timing.measure;
+    rng: where the rounds' seeds come from (default: a fresh generator).
 
-    Raises Busy when the GPU was not quiet while timing (no table is shown then), GraderFault when a buffer
-    cannot be had (a card with too little free memory), SubmissionError when a kernel faults.
+    Raises WrongOutput when the student's kernel gave a wrong output (or changed an input) in a round, Busy when the
+    GPU was not quiet while timing, GraderFault when a row is faster than the copy floor allows (over_bound) or a
+    buffer cannot be had (a card with too little free memory); SubmissionError when a kernel faults. No table is
+    shown but the one returned.
     """
     rows, cols = bench_shape(gpu.info, BUFFERS, free_bytes=gpu.free_bytes())
     n = rows * cols
     page = chain_kernels(WIDE)
     loaded = load_chain(gpu, [page[k] for k in PAGE_KERNELS])
-    big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out")}
+    big = {key: gpu.alloc(n * exercise.BYTES_PER_FLOAT) for key in ("x", "r", "t1", "t2", "out", *STUDENT_OUTPUTS)}
     bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
+    check = None
     try:
-        fill = InputFiller(gpu)
-        fill(big["x"], n, 3, *exercise.INPUT_X_RANGE)
-        fill(bias, cols, 4, *exercise.INPUT_BIAS_RANGE)
-        fill(big["r"], n, 5, -1.0, 1.0)
+        check = DeviceCheck(gpu)
+        rounds = _Rounds(gpu, InputFiller(gpu), check, {**big, "bias": bias}, rows, cols,
+                         rng if rng is not None else np.random.default_rng())
+        rounds.redraw(-1)
         timed = _rows(gpu, loaded, kernel, spec, launch_values, {**big, "bias": bias}, rows, cols)
         with gpu_turn(gpu):
-            timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n)
+            timer = TableTimer(gpu, CopyFloor(gpu), timed, n, big["x"], big["t2"], n, before_round=rounds.redraw,
+                               after_round=rounds.check)
             timer.run(settings)
+            if rounds.failures:
+                raise WrongOutput(rounds.failures[0])
             table = timer.table("the exercise's chain", f"{rows} x {cols}", matrix=(rows, cols))
             reasons = disturbed(timer.timer.times, table.floor_gbs, gpu.info.peak_gbs)
         if reasons:
             raise Busy("the chain's timing was disturbed: " + "; ".join(reasons))
+        high = over_bound(table)
+        if high:
+            raise GraderFault("its timing cannot be trusted: " + "; ".join(high))
         return table
     finally:
+        if check is not None:
+            check.close()
         for buf in (*big.values(), bias):
             buf.close()
 
 
+class _Rounds:
+    """The chain's inputs and checks around each timed round: fresh draws of x and bias (and the page's residual
+    r) before it, the student's outputs poisoned; after it, each student output checked against the draws."""
+
+    def __init__(self, gpu: Gpu, fill: InputFiller, check: DeviceCheck, buffers: dict, rows: int, cols: int,
+                 rng: np.random.Generator) -> None:
+        self.gpu, self.fill, self.device_check, self.buffers, self.rows, self.cols, self.rng = (
+            gpu, fill, check, buffers, rows, cols, rng)
+        self.seeds = (0, 0)
+        self.failures: list = []
+
+    def redraw(self, k: int) -> None:
+        """Fresh inputs for round k (k = -1: before the warm-up), the student's outputs poisoned."""
+        n, b = self.rows * self.cols, self.buffers
+        self.seeds = (int(self.rng.integers(2**63)), int(self.rng.integers(2**63)))
+        self.fill.draw(b["x"], n, self.seeds[0], X_MIX)
+        self.fill.draw(b["bias"], self.cols, self.seeds[1], BIAS_MIX)
+        self.fill(b["r"], n, int(self.rng.integers(2**63)), -1.0, 1.0)
+        for key in STUDENT_OUTPUTS:
+            self.gpu.fill_words(b[key], exercise.POISON_WORD, n)
+
+    def check(self, k: int) -> bool:
+        """Check round k's student outputs; False (a failure kept) stops the timing."""
+        for key, row in STUDENT_OUTPUTS.items():
+            v = self.device_check(self.buffers["x"], self.buffers["bias"], self.buffers[key], self.rows, self.cols,
+                           self.seeds, f"the chain's round {k + 1} (row {row})")
+            if not v.passed:
+                self.failures.append(v)
+                return False
+        return True
+
+
 def _rows(gpu: Gpu, loaded: dict, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
           buffers: dict, rows: int, cols: int) -> list[Timed]:
-    """The table's versions: the student's kernel alone (into out), the student's kernel into t1 then the
-    page's addResidual (t1 + r into out), the page's staged and fused chains. Each row's byte model is its
+    """The table's versions: the student's kernel alone (into y_out), the student's kernel into y_t1 then the
+    page's addResidual (y_t1 + r into out), the page's staged and fused chains. Each row's byte model is its
     kernels' LaunchSpecs: the submission's (the exercise's 2 floats) and the page's."""
     n = rows * cols
     scalars = {"cols": cols, "n": n}
     versions = chain_versions(WIDE)
     yours = bind(gpu, kernel, spec, rows, cols, launch_values(
-        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["out"]}, rows, cols))
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["y_out"]}, rows, cols))
     into_t1 = bind(gpu, kernel, spec, rows, cols, launch_values(
-        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["t1"]}, rows, cols))
+        {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["y_t1"]}, rows, cols))
     add_residual = versions["addResidual"]
-    residual = make_launch(gpu, loaded, add_residual, {**buffers, "x": buffers["t1"]}, scalars, rows, cols)
+    residual = make_launch(gpu, loaded, add_residual, {**buffers, "x": buffers["y_t1"]}, scalars, rows, cols)
 
     def yours_chain() -> None:
         into_t1()

@@ -21,11 +21,12 @@ from grader import exercise
 from grader.gpu.clocks import STEADY, ClockSample, Clocks, judge
 from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
 from grader.gpu.device import Gpu, GpuLoad
-from grader.errors import Busy, WrongOutput
+from grader.errors import Busy, GraderError, GraderFault, Stage, SubmissionError, WrongOutput
 from grader.launch import LaunchSpec, bind
 from grader.model import ReportModel
 from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, InputFiller, Table, TableTimer, Timed, TimedRow,
-                                 bench_shape)
+                                 bench_shape, over_bound)
+from grader.check.draws import BIAS_MIX, X_MIX
 from grader.check.verify import DeviceCheck
 
 BAND_SIGMAS = 2.0
@@ -84,9 +85,12 @@ def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, i
     When the fraction's band straddles a grade threshold (straddles), time twice as many rounds to half the
     target error.
 
-    Raises WrongOutput when a timed launch's output is wrong, Busy when the GPU was not quiet or its clocks
-    not right (the message is the whole reason; `clocks` holds the last timing's Clocks), GraderFault when the
-    card is too small (bench_shape) or a grader call fails, SubmissionError when the kernel faults.
+    Raises WrongOutput when a timed launch's output is wrong or changed an input, Busy when the GPU was not quiet
+    or its clocks not right (the message is the whole reason; `clocks` holds the last timing's Clocks), and for a
+    fraction above exercise.PHYSICAL_BOUND in two timings (impossible): SubmissionError(Stage.TIME) when the
+    kernel's GB/s is above the card's peak DRAM bandwidth (it moved fewer bytes than the job needs), else
+    GraderFault (the floor may be wrong). GraderFault also when the card is too small (bench_shape) or a grader call
+    fails; SubmissionError when the kernel faults.
     """
     bench = _Bench(gpu, rng)
     try:
@@ -118,6 +122,7 @@ class _Bench:
             gpu.alloc(n * 4), gpu.alloc(self.cols * 4), gpu.alloc(n * 4), gpu.alloc(n * 4),
             gpu.alloc(self.scratch_words * 4))
         self.fill, self.check = InputFiller(gpu), DeviceCheck(gpu)
+        self.seeds = (0, 0)
         self.limits = gpu.clock_limits()
         self.samples: list[ClockSample] = []
         self.failures: list = []
@@ -161,11 +166,13 @@ class _Bench:
         return m
 
     def noise(self, timer: TableTimer, m: Measurement | None) -> list[str]:
-        """Why the timing is distrusted (grader.timing.contention.disturbed, the clocks' problem); none without `m`."""
+        """Why the timing is distrusted (grader.timing.contention.disturbed, the clocks' problem, a row above the
+        physical bound: grader.timing.timer.over_bound); none without `m`."""
         if m is None:
             return []
         clock_problem = [m.clocks.problem] if m.clocks and m.clocks.problem else []
-        return disturbed(timer.timer.times, m.table.floor_gbs, self.gpu.info.peak_gbs) + clock_problem
+        return (disturbed(timer.timer.times, m.table.floor_gbs, self.gpu.info.peak_gbs) + clock_problem
+                + over_bound(m.table))
 
     # --- between and after the timed rounds ------------------------------------------------------------
     def sample(self, when: str) -> None:
@@ -181,18 +188,24 @@ class _Bench:
         return bool(now and target and now.sm_mhz >= (1 - STEADY) * target)
 
     def redraw(self, k: int) -> None:
-        """Fresh inputs before every timed round (a kernel that caches results goes stale), then a write of
-        twice the L2 size so the round's first launch does not find the new inputs' tail in cache. The first
-        timed round's is when the warm-up is over: the clocks' "before" sample."""
+        """Before every timed round: fresh inputs (grader.check.draws; a kernel that caches results goes stale),
+        except every exercise.REPEAT_EVERY-th round, which keeps the last round's (a kernel that skips work on inputs
+        it has seen fails); the output poisoned (exercise.POISON_WORD: what a launch leaves unwritten fails); then a
+        write of twice the L2 size, so the round's first launch does not find the new inputs' tail in cache. The
+        first timed round's is when the warm-up is over: the clocks' "before" sample."""
         if k == 0 and not self.samples:
             self.sample("before")
-        self.fill(self.x, self.n, int(self.rng.integers(2**63)), *exercise.INPUT_X_RANGE)
-        self.fill(self.bias, self.cols, int(self.rng.integers(2**63)), *exercise.INPUT_BIAS_RANGE)
+        if k < 0 or (k + 1) % exercise.REPEAT_EVERY:
+            self.seeds = (int(self.rng.integers(2**63)), int(self.rng.integers(2**63)))
+            self.fill.draw(self.x, self.n, self.seeds[0], X_MIX)
+            self.fill.draw(self.bias, self.cols, self.seeds[1], BIAS_MIX)
+        self.gpu.fill_words(self.out, exercise.POISON_WORD, self.n)
         self.gpu.fill_words(self.scratch, 0, self.scratch_words)
 
     def check_round(self, k: int) -> bool:
-        """Check round k's output on the GPU (grader.check.verify.DeviceCheck); False stops the timing."""
-        v = self.check(self.x, self.bias, self.out, self.rows, self.cols, f"timed launch {k + 1}")
+        """Check round k's output on the GPU against the inputs as drawn (grader.check.verify.DeviceCheck); False
+        stops the timing."""
+        v = self.check(self.x, self.bias, self.out, self.rows, self.cols, self.seeds, f"timed launch {k + 1}")
         if not v.passed:
             self.failures.append(v)
         self.sample("during")
@@ -209,6 +222,8 @@ class _Bench:
         timing is distrusted."""
         if self.failures:
             raise WrongOutput(self.failures[0])
+        if self.m is not None and self.m.fraction > exercise.PHYSICAL_BOUND:
+            raise impossible(self.m, self.gpu.info.peak_gbs)
         if self.reasons:
             clocks = self.m.clocks if self.m is not None else None
             busy = Busy(busy_reason(self.reasons, self.load, clocks))
@@ -225,3 +240,23 @@ def busy_reason(reasons: list[str], load: GpuLoad | None, clocks: Clocks | None 
                 f"{clocks.summary()}); the kernel is correct; run again on a quiet GPU at its usual clocks")
     return (f"not graded: the GPU was busy ({'; '.join(reasons)}; other processes: {describe(load)}); "
             "the kernel is correct; run again when the GPU is quiet")
+
+
+def impossible(m: Measurement, peak_gbs: float | None) -> GraderError:
+    """The error for a measurement above exercise.PHYSICAL_BOUND of the copy floor, which is never a verdict: a
+    correct kernel reads x and writes out, what the copy moves. SubmissionError(Stage.TIME) when the kernel's
+    effective bandwidth is above the card's peak DRAM bandwidth `peak_gbs` (GB/s: no memory moves the job's bytes
+    that fast, so the kernel moved fewer); else GraderFault: the floor may have been measured wrong, or the kernel
+    moved fewer bytes; the grader cannot tell, so it withholds the verdict and says both."""
+    sub = m.subject
+    numbers = (f"{m.fraction:.3f} of the copy floor ({sub.gbs:.0f} GB/s at {sub.floats_per_elem:g} floats per element "
+               f"against the floor's {m.table.floor_gbs:.0f} GB/s, {m.table.floor_version}")
+    if peak_gbs and sub.gbs > peak_gbs:
+        return SubmissionError(Stage.TIME, (
+            f"not graded: measured {numbers}; this card's memory peaks at {peak_gbs:.0f} GB/s): no kernel reads x and "
+            f"writes out that fast, so this one moved fewer bytes than the job needs; no timing above "
+            f"{exercise.PHYSICAL_BOUND:g} of the floor is a verdict"))
+    return GraderFault(
+        f"not graded: measured {numbers}) in two timings, more than the {exercise.PHYSICAL_BOUND:g} a kernel that "
+        "reads x and writes out can reach: either the floor was measured wrong on this card or the kernel moved "
+        "fewer bytes than the job needs; run again, and report it to the course staff with the file if it persists")

@@ -196,17 +196,29 @@ FILL = LaunchSpec((Param("out", "ptr"), Param("n", "u64"), Param("seed", "u64"),
                    Param("hi", "f32")), grid="stride", cap=True)
 """fillUniform (grader/gpu/kernels/inputs.cu): a grid-stride fill, one GPU-filling grid at most."""
 
+FILL_DRAW = LaunchSpec((Param("out", "ptr"), Param("n", "u64"), Param("seed", "u64"), Param("shares", "u64"),
+                        Param("shape", "i32")), grid="stride", cap=True)
+"""fillDraw (grader/gpu/kernels/inputs.cu): the exercise's draws (grader.check.draws), a grid-stride fill."""
+
 
 class InputFiller:
-    """Fills device buffers with uniform random floats on the GPU (grader/gpu/kernels/inputs.cu)."""
+    """Fills device buffers with random floats on the GPU (grader/gpu/kernels/inputs.cu)."""
 
     def __init__(self, gpu: Gpu) -> None:
         self.gpu = gpu
-        self.kernel = grader_kernels.load(gpu, "inputs.cu", ("fillUniform",))["fillUniform"]
+        loaded = grader_kernels.load(gpu, "inputs.cu", ("fillUniform", "fillDraw"))
+        self.kernel, self.draw_kernel = loaded["fillUniform"], loaded["fillDraw"]
 
     def __call__(self, buf, n: int, seed: int, lo: float, hi: float) -> None:
         """Fill n floats at `buf` with lo + (hi - lo) * u, u uniform in [0, 1), from `seed`."""
         bind(self.gpu, self.kernel, FILL, 1, n, {"out": buf, "n": n, "seed": seed, "lo": lo, "hi": hi})()
+
+    def draw(self, buf, n: int, seed: int, mix) -> None:
+        """Fill n floats at `buf` with elements 0 .. n - 1 of the draw with `seed` and `mix` (a
+        grader.check.draws.DrawMix): the same bits grader.check.draws.draw gives."""
+        shares, shape = mix.packed()
+        bind(self.gpu, self.draw_kernel, FILL_DRAW, 1, n,
+             {"out": buf, "n": n, "seed": seed, "shares": shares, "shape": shape})()
 
 
 # --- the timed table: versions beside the copy floor, one row model -----------------------------------
@@ -335,3 +347,10 @@ class TableTimer:
                  for label in self.floor_names]
         return Table(name=name, shape=shape, elements=self.n, floor_version=floor_name, floor_gbs=floor_gbs,
                      rows=rows, matrix=matrix, copy_elements=self.copy_floats)
+
+
+def over_bound(table: Table, bound: float = exercise.PHYSICAL_BOUND) -> list[str]:
+    """One line for each row of `table` whose GB/s is over `bound` x the copy floor's (exercise.PHYSICAL_BOUND: no
+    version that moves the bytes its byte model counts is faster than the fastest copy, beyond the noise)."""
+    return [f"{r.version} measured {r.x_copy:.3f} x the copy floor, more than the {bound:g} a version that moves the "
+            f"bytes it counts can reach" for r in table.rows if not r.is_floor and r.x_copy > bound]
