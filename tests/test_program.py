@@ -146,7 +146,7 @@ def test_the_report_summary_and_parts():
 
 # --- a file that is not a whole program is compiled as before --------------------------------------------
 KERNEL_ONLY = sorted([*(ROOT / "submissions").glob("*.cu"), *(DATA / "hints").glob("*.cu"),
-                      *(DATA / "cheats").glob("*.cu"), *(DATA / "silver").glob("*.cu"),
+                      *(DATA / "exploits").glob("*.cu"), *(DATA / "silver").glob("*.cu"),
                       PROGRAMS / "elementwise_kernel_only.cu"])
 
 

@@ -93,7 +93,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
             reasons = disturbed(timer.timer.times, table.floor_gbs, gpu.info.peak_gbs)
         if reasons:
             raise Busy("the chain's timing was disturbed: " + "; ".join(reasons))
-        high = over_bound(table)
+        high = over_bound(table, gpu.info.peak_gbs)
         if high:
             raise GraderFault("its timing cannot be trusted: " + "; ".join(high))
         return table

@@ -172,7 +172,7 @@ class _Bench:
             return []
         clock_problem = [m.clocks.problem] if m.clocks and m.clocks.problem else []
         return (disturbed(timer.timer.times, m.table.floor_gbs, self.gpu.info.peak_gbs) + clock_problem
-                + over_bound(m.table))
+                + over_bound(m.table, self.gpu.info.peak_gbs))
 
     # --- between and after the timed rounds ------------------------------------------------------------
     def sample(self, when: str) -> None:
