@@ -40,7 +40,7 @@ def test_wrong_functions_fail_with_first_bad_element(gpu, name):
     assert report.verdict == "fail" and report.stage == "verify"
     v = report.verification[-1]
     assert v.first_bad is not None and v.first_bad.got != v.first_bad.expected
-    assert re.search(r"first bad element \(row \d+, col \d+\): got \S+, expected \S+", report.reason)
+    assert re.search(r"first bad element \(row \d+, col \d+\): x \+ bias = \S+: got \S+, expected \S+", report.reason)
 
 
 def test_missing_bounds_check_is_caught_by_the_guard(gpu):
