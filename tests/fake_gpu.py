@@ -169,17 +169,21 @@ class FakeGpu:
         m = self._covered(grid, block, 1, n4) * 4
         self.arr(dst, m, np.float32)[:] = self.arr(src, m, np.float32)
 
-    def _k_checkBiasGelu(self, k, grid, block, x, bias, out, rows, cols, xs, xsh, xshape, bs, bsh, bshape, atol,
-                         rtol, counts):
+    def _k_checkBiasGelu(self, k, grid, block, x, bias, out, out2, rows, cols, xs, xsh, xshape, bs, bsh, bshape,
+                         atol, rtol, counts):
         n = rows * cols
         xv = draws.draw(xs, n, draws.unpack(xsh, xshape))
         bv = draws.draw(bs, cols, draws.unpack(bsh, bshape))
         want = ref.gelu_erf(xv.astype(np.float64).reshape(rows, cols) + bv.astype(np.float64)).ravel()
-        got = self.arr(out, n, np.float32).astype(np.float64)
-        ok = np.where(np.isnan(want), np.isnan(got), np.abs(got - want) <= atol + rtol * np.abs(want))
-        c = self.arr(counts, 6, np.uint64)
-        for slot, wrong in ((0, ~ok), (2, self.arr(x, n, np.uint32) != xv.view(np.uint32)),
-                            (4, self.arr(bias, cols, np.uint32) != bv.view(np.uint32))):
+        c = self.arr(counts, 8, np.uint64)
+
+        def wrong_of(buf):
+            got = self.arr(buf, n, np.float32).astype(np.float64)
+            return ~np.where(np.isnan(want), np.isnan(got), np.abs(got - want) <= atol + rtol * np.abs(want))
+
+        for slot, wrong in ((0, wrong_of(out)), (2, self.arr(x, n, np.uint32) != xv.view(np.uint32)),
+                            (4, self.arr(bias, cols, np.uint32) != bv.view(np.uint32)),
+                            (6, wrong_of(out2) if out2 else np.zeros(n, bool))):
             c[slot] += np.uint64(wrong.sum())
             if wrong.any():
                 c[slot + 1] = min(int(c[slot + 1]), int(np.argmax(wrong)))

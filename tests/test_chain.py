@@ -62,3 +62,36 @@ def test_a_disturbed_chain_is_a_note_not_a_table(gpu, monkeypatch):
     text = render_text(GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96",
                                    chain_note="the exercise's chain is not shown: busy"))
     assert "Note: the exercise's chain is not shown" in text and "Your part-3 rows" not in text
+
+
+def test_the_students_chain_rows_are_checked_every_round(gpu, monkeypatch):
+    # Its part-3 rows are printed as its measurement: a kernel that skips work in the chain fails the submission.
+    import numpy as np
+
+    import grader.timing.chain as chain
+    from grader.errors import WrongOutput
+
+    monkeypatch.setattr(chain, "disturbed", lambda *a: [])
+    sub = read_submission("submissions/gold_float4.cu")
+    kernel = gpu.load(compile_kernels(sub.compile_text, sub.name, ("biasGeluFused",), "sm_90"))["biasGeluFused"]
+    spec = Contract().launch_spec((8, 8, 8, 8))
+    real = gpu._k_biasGeluFused
+
+    def lazy_in_front_of_the_residual(k, grid, block, x, bias, out, cols):
+        if out != chain_out["y_t1"]:  # only the row's own launch does the work
+            real(k, grid, block, x, bias, out, cols)
+
+    chain_out = {}
+    original_alloc = gpu.alloc
+
+    def remember(nbytes):
+        buf = original_alloc(nbytes)
+        chain_out.setdefault("order", []).append(buf.ptr)
+        if len(chain_out["order"]) == 7:  # x, r, t1, t2, out, y_out, y_t1
+            chain_out["y_t1"] = buf.ptr
+        return buf
+
+    monkeypatch.setattr(gpu, "alloc", remember)
+    monkeypatch.setattr(gpu, "_k_biasGeluFused", lazy_in_front_of_the_residual)
+    with pytest.raises(WrongOutput, match=r"wrong output of the chain's round \d+ \(row biasGeluFused \+ addResidual\)"):
+        chain_table(gpu, kernel, spec, Contract().launch_values, QUICK, rng=np.random.default_rng(1))

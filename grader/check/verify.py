@@ -286,17 +286,18 @@ def _fault(err: SubmissionError, rows: int, cols: int, fenced: tuple[object, str
     return err
 
 
-CHECK = LaunchSpec((Param("x", "ptr"), Param("bias", "ptr"), Param("out", "ptr"), Param("rows", "u64"),
-                    Param("cols", "u64"), Param("x_seed", "u64"), Param("x_shares", "u64"), Param("x_shape", "i32"),
-                    Param("bias_seed", "u64"), Param("bias_shares", "u64"), Param("bias_shape", "i32"),
-                    Param("atol", "f64"), Param("rtol", "f64"), Param("counts", "ptr")), grid="stride")
+CHECK = LaunchSpec((Param("x", "ptr"), Param("bias", "ptr"), Param("out", "ptr"), Param("out2", "ptr"),
+                    Param("rows", "u64"), Param("cols", "u64"), Param("x_seed", "u64"), Param("x_shares", "u64"),
+                    Param("x_shape", "i32"), Param("bias_seed", "u64"), Param("bias_shares", "u64"),
+                    Param("bias_shape", "i32"), Param("atol", "f64"), Param("rtol", "f64"), Param("counts", "ptr")),
+                   grid="stride")
 """checkBiasGelu (grader/gpu/kernels/inputs.cu): a grid-stride pass over the output, one GPU-filling grid."""
 
 _UNSET = np.iinfo(np.uint64).max
 
 
 class DeviceCheck:
-    """Checks a whole output on the GPU against a float64 reference computed there (grader/gpu/kernels/inputs.cu,
+    """Checks whole outputs on the GPU against a float64 reference computed there (grader/gpu/kernels/inputs.cu,
     checkBiasGelu) from the inputs regenerated from their seeds (grader.check.draws), never from the buffers the
     kernel was given: outputs of timed launches at the benchmark shape are checked without copying gigabytes to
     the host, and a kernel that writes its inputs cannot make the expected side agree (it is named instead)."""
@@ -306,26 +307,38 @@ class DeviceCheck:
 
         self.gpu = gpu
         self.kernel = grader_kernels.load(gpu, "inputs.cu", ("checkBiasGelu",))["checkBiasGelu"]
-        self.counts = gpu.alloc(6 * 8)
+        self.counts = gpu.alloc(8 * 8)
 
-    def __call__(self, x, bias, out, rows: int, cols: int, seeds: tuple[int, int], label: str) -> Verification:
+    def __call__(self, x, bias, out, rows: int, cols: int, seeds: tuple[int, int], label: str,
+                 second: tuple[object, str] | None = None) -> Verification:
         """Check out [rows, cols] (a device buffer of float32) against GELU_erf(x + bias[col]) for x and bias as
         drawn with seeds = (x seed, bias seed) (grader.check.draws.X_MIX, BIAS_MIX); x and bias (the device buffers
-        the kernel was given) are only compared with the draws, to name an input the kernel changed.
+        the kernel was given) are only compared with the draws, to name an input the kernel changed. `second`:
+        (another output of the same inputs, its label), checked in the same pass.
 
-        `label` names the launch in the message (e.g. 'timed launch 12'). Raises SubmissionError(Stage.RUN) if an
-        earlier kernel of the submission faulted.
+        `label` names the launch in the message (e.g. 'timed launch 12'). Returns the first failed Verification
+        (out's, then second's), else out's. Raises SubmissionError(Stage.RUN) if an earlier kernel of the
+        submission faulted.
         """
         gpu = self.gpu
         counts = address(self.counts)
-        gpu.upload(counts, np.array([0, _UNSET, 0, _UNSET, 0, _UNSET], dtype=np.uint64))
+        gpu.upload(counts, np.array([0, _UNSET] * 4, dtype=np.uint64))
         (xs, xshape), (bs, bshape) = X_MIX.packed(), BIAS_MIX.packed()
         bind(gpu, self.kernel, CHECK, rows, cols, dict(
-            x=x, bias=bias, out=out, rows=rows, cols=cols, x_seed=seeds[0], x_shares=xs, x_shape=xshape,
-            bias_seed=seeds[1], bias_shares=bs, bias_shape=bshape, atol=exercise.ATOL, rtol=exercise.RTOL,
-            counts=counts))()
-        bad, first, _, x_first, _, bias_first = (int(v) for v in gpu.download(counts, 6, np.uint64))
+            x=x, bias=bias, out=out, out2=second[0] if second else 0, rows=rows, cols=cols, x_seed=seeds[0],
+            x_shares=xs, x_shape=xshape, bias_seed=seeds[1], bias_shares=bs, bias_shape=bshape, atol=exercise.ATOL,
+            rtol=exercise.RTOL, counts=counts))()
+        bad, first, _, x_first, _, bias_first, bad2, first2 = (int(v) for v in gpu.download(counts, 8, np.uint64))
         changed = {name: i for name, i in (("x", x_first), ("bias", bias_first)) if i != _UNSET}
+        result = self._result(out, rows, cols, seeds, label, bad, first, changed)
+        if result.passed and second is not None:
+            return self._result(second[0], rows, cols, seeds, second[1], bad2, first2, {})
+        return result
+
+    def _result(self, out, rows: int, cols: int, seeds: tuple[int, int], label: str, bad: int, first: int,
+                changed: dict[str, int]) -> Verification:
+        """The Verification of one checked output: `bad` elements, the first at flat index `first`, `changed`
+        the first changed element of each input."""
         result = Verification(rows=rows, cols=cols, passed=not bad and not changed, total=rows * cols, bad=bad,
                               inputs_changed=list(changed), first_changed=changed)
         if result.passed:
@@ -339,7 +352,7 @@ class DeviceCheck:
         r, c = divmod(first, cols)
         xv = float(draw(seeds[0], 1, X_MIX, start=first)[0])
         bv = float(draw(seeds[1], 1, BIAS_MIX, start=c)[0])
-        got = float(gpu.download(address(out) + 4 * first, 1, np.float32)[0])
+        got = float(self.gpu.download(address(out) + 4 * first, 1, np.float32)[0])
         expected = float(bias_gelu(np.array([[xv]], np.float32), np.array([bv], np.float32))[0, 0])
         result.first_bad = Mismatch(row=r, col=c, got=got, expected=expected, x=xv, bias=bv)
         result.message = (
