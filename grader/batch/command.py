@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.batch import discovery, expect, gradebook as gb, pool, protocol, worker
+from grader.batch import discovery, expect, gradebook as gb, pool, protocol, slurm, worker
 from grader.build import sandbox
 from grader.batch.classpage import write_page
 from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
@@ -57,7 +57,7 @@ PROBE_TIMEOUT = 120.0
 PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
-PLUMBING = (pool, worker, gb, protocol, discovery, expect)
+PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm)
 """The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
 
 
