@@ -23,7 +23,8 @@ MAX_RUNNING=@MAX_RUNNING@
 GRADER_ENV=@GRADER_ENV@
 # 1: a task that finds no GPU (rows no-gpu: static checks only) succeeds, so the merge runs (a cluster without GPUs)
 NO_GPU_OK=@NO_GPU_OK@
-# each task: one GPU; memory for two workers at grade batch's --memory-limit (16 GiB); a class of 200 takes minutes
+# each task: one GPU, 4 CPUs, two workers at grade batch's --memory-limit (16 GiB), an hour (an H200 grades about
+# 48 submissions a minute; the hour is for a shard of hostile files that each run to their limits)
 TASK=(--gres=gpu:1 --cpus-per-task=4 --mem=32G --time=01:00:00)
 # the merge: no GPU
 MERGE=(--cpus-per-task=1 --mem=4G --time=00:15:00)
