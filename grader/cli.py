@@ -1,4 +1,4 @@
-"""The `grade` command: one argparse tree (parser()) of five commands, each with its own -h.
+"""The `grade` command: one argparse tree (parser()) of six commands, each with its own -h.
 
   grade FILE [--format text|json|gradescope] [--seed N] [--arch sm_XY] [--device N] ...   grade one file
   grade file FILE [...]                      the same: for a file named like a command (`grade file batch`)
@@ -7,6 +7,7 @@
                                              entry point of the group grade.commands: command_entry_point)
   grade batch PATH... [...]                  grade a class (grader.batch.command)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
+  grade slurm-script [...]                   print the Slurm job script of a class (grader.batch.slurm)
   grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.build.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
@@ -145,6 +146,12 @@ def _merge() -> tuple[argparse.ArgumentParser, Run]:
     return batch.merge_parser(), batch.run_merge
 
 
+def _slurm() -> tuple[argparse.ArgumentParser, Run]:
+    from grader.batch import slurm
+
+    return slurm.parser(), slurm.run
+
+
 def _cache() -> tuple[argparse.ArgumentParser, Run]:
     from grader.build import kernel_cache
 
@@ -159,12 +166,14 @@ COMMANDS = (
     Command("batch", "batch PATH... [options]", "grade a class, each submission in its own process, resumably",
             _batch),
     Command("merge", "merge OUT RESULTS...", "join the results of batch shards into one gradebook", _merge),
+    Command("slurm-script", "slurm-script [options]", "print the Slurm job script that grades a class: an array of "
+            "batch shards and a merge that waits for them", _slurm),
     Command("cache", "cache [--clear]", "show or empty the folder of the grader's own compiled kernels", _cache),
 )
 NAMES = tuple(c.name for c in COMMANDS)
 TOP_WORDS = ("-h", "--help", "--version")
 """First arguments that `grade` itself reads (every other first word that is no command is `file`'s)."""
-USAGE = "grade [-h] [--version] {FILE,selfcheck,batch,merge,cache} [options]"
+USAGE = "grade [-h] [--version] {FILE,selfcheck,batch,merge,slurm-script,cache} [options]"
 
 
 def _emit(text: str) -> bool:

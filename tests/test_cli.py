@@ -195,9 +195,11 @@ def exit_codes_listed(text: str) -> set[int]:
 def test_help_lists_every_command_and_every_exit_code(flag, capsys):
     out = help_of(capsys, flag)
     usage = out.splitlines()[0]
-    assert usage.startswith("usage: grade") and "{FILE,selfcheck,batch,merge,cache}" in usage and "[file]" not in usage
+    assert usage.startswith("usage: grade") and "{FILE,selfcheck,batch,merge,slurm-script,cache}" in usage
+    assert "[file]" not in usage
     commands = out[out.index("commands"):out.index("exit codes")]
-    for form in ("FILE [options]", "selfcheck [options]", "batch PATH... [options]", "merge OUT RESULTS..."):
+    for form in ("FILE [options]", "selfcheck [options]", "batch PATH... [options]", "merge OUT RESULTS...",
+                 "slurm-script [options]"):
         assert re.search(rf"^  {re.escape(form)}  +\S", commands, re.MULTILINE), form
     assert exit_codes_listed(out) == set(ALL_CODES)
     assert "interrupted (Ctrl-C)" in out
@@ -205,7 +207,8 @@ def test_help_lists_every_command_and_every_exit_code(flag, capsys):
 
 @pytest.mark.parametrize("argv, codes", [
     (["file", "-h"], ALL_CODES), (["x.cu", "-h"], ALL_CODES), (["selfcheck", "-h"], (0, 1, 2, 3, 4, 130)),
-    (["batch", "-h"], (0, 2, 3, 4, 130)), (["merge", "-h"], (0, 2, 130)), (["cache", "-h"], (0, 2, 130)),
+    (["batch", "-h"], (0, 2, 3, 4, 130)), (["merge", "-h"], (0, 2, 4, 130)), (["cache", "-h"], (0, 2, 130)),
+    (["slurm-script", "-h"], (0, 2)),
 ])
 def test_every_commands_help_lists_its_exit_codes(argv, codes, capsys):
     assert exit_codes_listed(help_of(capsys, *argv)) == set(codes)
@@ -226,7 +229,7 @@ def test_the_tree_holds_every_command():
 
     tree = parser()
     forms = {"file": ["x.cu"], "selfcheck": ["--no-timing"], "batch": ["class/"], "merge": ["out", "r.jsonl"],
-             "cache": ["--clear"]}
+             "cache": ["--clear"], "slurm-script": ["--shards", "2"]}
     assert set(forms) == set(NAMES)
     for name, rest in forms.items():
         args = tree.parse_args([name, *rest])
@@ -333,7 +336,8 @@ def test_python_dash_m_grader_reads_the_same_tree():
     assert r.returncode == EXIT_INPUT and "did you mean `grade selfcheck`?" in r.stderr
     r = subprocess.run([sys.executable, "-m", "grader", "--help"], capture_output=True, text=True, timeout=120,
                        cwd=ROOT)
-    assert r.returncode == 0 and "{FILE,selfcheck,batch,merge,cache}" in r.stdout and "130" in r.stdout
+    assert r.returncode == 0 and "{FILE,selfcheck,batch,merge,slurm-script,cache}" in r.stdout
+    assert "130" in r.stdout
 
 
 @pytest.mark.parametrize("argv", [["x.cu", "--json", "--arch", "sm_20"], ["--json", "--bogus", "x.cu"],

@@ -48,8 +48,8 @@ LAYERS = [
     ["grader.batch.protocol"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
-    # the class page, from the gradebook
-    ["grader.batch.classpage"],
+    # the class page, from the gradebook; what a merge should have (its rows against the class); the Slurm script
+    ["grader.batch.classpage", "grader.batch.expect", "grader.batch.slurm"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],

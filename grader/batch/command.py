@@ -15,7 +15,9 @@ Exit codes:
      a row is busy (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing:
      nothing graded, no row written); run the same command again to finish
   130 interrupted (Ctrl-C) before grading began (finding the submissions, probing the GPUs)
-`grade merge`: 0 merged; 2 usage error (a RESULTS path missing, no result rows); 130 interrupted.
+`grade merge`: 0 merged; 2 usage error (a RESULTS or --expect path missing, no result rows); 4 incomplete (with
+--expect or --shards: a submission without a row, a stale row, a shard without its results file; the rows there are
+still merged: grader.batch.expect); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.batch import discovery, gradebook as gb, pool, protocol, worker
+from grader.batch import discovery, expect, gradebook as gb, pool, protocol, slurm, worker
 from grader.build import sandbox
 from grader.batch.classpage import write_page
 from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
@@ -55,7 +57,7 @@ PROBE_TIMEOUT = 120.0
 PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
-PLUMBING = (pool, worker, gb, protocol, discovery)
+PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm)
 """The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
 
 
@@ -226,14 +228,19 @@ def merge_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
                                 "files, or folders holding them) into one gradebook in OUT.",
                                 epilog=exit_codes_help((EXIT_PASS, "merged"),
-                                                       (EXIT_INPUT, "usage error: bad option, a RESULTS path "
-                                                                    "missing, or no result rows to merge"),
+                                                       (EXIT_INPUT, "usage error: bad option, a RESULTS or "
+                                                                    "--expect path missing, or no result rows to "
+                                                                    "merge"),
+                                                       (EXIT_INCOMPLETE, "incomplete (--expect, --shards): "
+                                                                         "submissions or shards missing, named on "
+                                                                         "stderr; the rows found are merged"),
                                                        EXIT_INTERRUPTED),
                                 formatter_class=HelpFormatter)
     p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md, scores.csv, "
                    "reports/ and index.html")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    expect.add_options(p)
     return p
 
 
@@ -499,23 +506,25 @@ def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None =
             files.append(p)
         else:
             return _usage(f"{raw}: no such file or folder", "grade merge")
-    out_problem = _out_problem(Path(args.out))
+    out_problem = _out_problem(Path(args.out)) or expect.expect_problem(args)
     if out_problem:
         return _usage(out_problem, "grade merge")
     rows, bad = gb.load_files(files)
     if not rows:
         return _usage("nothing to merge: no result rows in " + " ".join(args.results), "grade merge")
-    merged = list(gb.latest_by_id(rows).values())
+    expected = expect.check(list(gb.latest_by_id(rows).values()), files, args)
+    merged = expected.rows
     versions = sorted({r.grader_version for r in merged})
     book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
-                                                            "unreadable_lines": bad})
+                                                            "unreadable_lines": bad, **expected.settings})
     paths = write_class_outputs(book, Path(args.out))
     if not args.quiet:
         print(f"merged {len(merged)} submissions from {len(files)} file(s)"
               + (f"; {bad} unreadable line(s) skipped" if bad else ""))
         for kind, path in paths.items():
             print(f"  {kind}: {path}")
-    return EXIT_PASS
+    expected.say()
+    return expected.exit_code
 
 
 def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict[str, Path]:
