@@ -220,6 +220,21 @@ def test_device_path_end_to_end_on_fake_gpu(compiled, tmp_path):
     (tmp_path / "r.json").write_text(result.model_dump_json())
 
 
+def test_a_table_faster_than_physics_allows_is_not_shown(compiled, monkeypatch):
+    # At the benchmark's sizes a row above the bound (grader.timing.timer.over_bound) keeps its table off the report.
+    import reference_kernels.selfcheck as selfcheck
+
+    monkeypatch.setattr(selfcheck, "over_bound", lambda table, peak: ["fused chain<4> measured 1.200 x the copy floor"]
+                        if table.name == "chain" else [])
+    texts = []
+    gpu = FakeGpu(l2_bytes=1 << 12)  # benchmark-sized buffers of 16 KiB: a quick default
+    gpu.launch_ms = 1.0
+    result = selfcheck.run_selfcheck(gpu, compiled, settings=QUICK, emit=texts.append)
+    assert [t.name for t in result.tables] == ["RoPE", "bf16 GELU"]
+    assert result.refused == ["chain: not shown: fused chain<4> measured 1.200 x the copy floor"]
+    assert result.refused[0] in texts and not any("chain table" in t for t in texts)
+
+
 def test_gates_fail_when_half_split_computes_interleaved(compiled, monkeypatch):
     from reference_kernels.selfcheck import run_selfcheck
 

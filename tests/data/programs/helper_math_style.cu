@@ -18,7 +18,8 @@ inline __device__ float4 operator*(float4 a, float s) { return make_float4(a.x *
 inline __device__ void operator+=(float4& a, float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }
 
 __device__ __forceinline__ float geluErf(float v) {
-    return fminf(0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2)), FLT_MAX);
+    const float g = 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+    return g > FLT_MAX ? FLT_MAX : g;  // not fminf: it would turn a NaN input's NaN into FLT_MAX
 }
 
 __device__ __forceinline__ float4 gelu4(float4 v) {
