@@ -7,8 +7,9 @@ Exit codes of `grade` (README, "Exit codes"):
   2  input or usage error: the grader was not given something it can read (missing file, unreadable,
      empty, binary, UTF-16 or UTF-32, not UTF-8, too large, malformed `// grade:` block, bad option)
   3  no GPU: every check that needs no GPU ran and passed; verification and timing need one
-  4  not graded, and not the submission's fault: the grader's install is incomplete (a CUDA extra missing)
-     or one of the grader's own CUDA calls failed (not a launch or fault of the submission's kernel)
+  4  not graded, and not the submission's fault: the grader's install is incomplete (a CUDA extra missing),
+     one of the grader's own CUDA calls failed (not a launch or fault of the submission's kernel), or a timing
+     came out above exercise.PHYSICAL_BOUND of the copy floor yet under the card's peak (grader.timing.measure)
   5  not graded: the kernel is correct but the GPU was busy while it was timed (other processes, timings a
      quiet GPU would not give, clocks that moved or a card that slowed itself: grader.gpu.clocks); run again
   130 interrupted (Ctrl-C)
@@ -42,7 +43,8 @@ EXIT_MEANING = {
                 "option, an --arch the installed NVRTC cannot compile for)",
     EXIT_NO_GPU: "no GPU: every check that needs no GPU ran and passed; verification and timing need one",
     EXIT_GRADER: "not graded, not the submission's fault: the install lacks its CUDA extra (one line names the "
-                 "pip command), or a CUDA call of the grader's own failed",
+                 "pip command), a CUDA call of the grader's own failed, or a timing above what the copy floor "
+                 "allows could not be pinned on the kernel",
     EXIT_BUSY: "not graded: the kernel is correct but the GPU was busy, or its clocks not steady, while it was "
                "timed; run again",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
