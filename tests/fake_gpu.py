@@ -288,3 +288,19 @@ class FakeGpu:
         m = self._covered(grid, block, 8, n)
         v = ref.bf16_to_f32(self.arr(src, n, np.uint16)[:m])
         self.arr(out, n, np.uint16)[:m] = ref.f32_to_bf16(ref.gelu_tanh(v).astype(np.float32))
+
+
+def with_example(path, l2_bytes: int = 1 << 14, launch_ms: float = 5.0):
+    """A FakeGpu with the example at `path` compiled and loaded: (gpu, kernel, spec, contract). launch_ms: each
+    launch's stand-in time (5 ms: 40 launches make the 200 ms warm-up)."""
+    from grader import exercise
+    from grader.build.nvrtc import compile_kernels
+    from grader.source.read import read_submission
+
+    sub = read_submission(path)
+    compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
+    gpu = FakeGpu(l2_bytes=l2_bytes)
+    gpu.launch_ms = launch_ms
+    kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
+    spec = sub.contract.launch_spec(tuple(p.size for p in compiled.kernels[exercise.KERNEL_NAME].params))
+    return gpu, kernel, spec, sub.contract

@@ -14,15 +14,13 @@ import pytest
 from grader.timing import contention
 from grader import exercise
 from grader.gpu.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
-from grader.build.nvrtc import compile_kernels
 from grader.gpu.device import Gpu
 from grader.errors import Busy
 from grader.timing.measure import measure
 from grader.output.report import GradeReport, render_text
-from grader.source.read import read_submission
 
 from conftest import SUBMISSIONS
-from fake_gpu import FakeGpu
+from fake_gpu import with_example
 
 H200 = ClockLimits(sm_max_mhz=1980, mem_max_mhz=3201, sm_app_mhz=1980, sm_app_default_mhz=1980, mem_app_mhz=3201,
                    mem_app_default_mhz=3201)
@@ -141,14 +139,9 @@ def test_an_nvml_that_fails_gives_no_sample_and_partial_limits():
 def fake(tmp_path, monkeypatch):
     """A fake GPU with the page's scalar kernel loaded (its launch, the spec and the launch values)."""
     monkeypatch.setattr(contention, "LOCK_DIR", str(tmp_path))
-    sub = read_submission(SUBMISSIONS / "page_scalar.cu")
-    compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
-    gpu = FakeGpu(l2_bytes=1 << 14)
-    gpu.launch_ms = 5.0  # 40 launches make the 200 ms warm-up
-    kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
+    gpu, kernel, spec, contract = with_example(SUBMISSIONS / "page_scalar.cu")
     kernel.width = 1  # the fake runs the page's biasGeluFused: one element per thread
-    spec = sub.contract.launch_spec(tuple(p.size for p in compiled.kernels[exercise.KERNEL_NAME].params))
-    return gpu, kernel, spec, sub.contract.launch_values
+    return gpu, kernel, spec, contract.launch_values
 
 
 def timed(fake):
