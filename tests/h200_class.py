@@ -18,7 +18,8 @@ what the grader itself says without a GPU, each row made by the grader's own fun
   one of one (submitters), flags from grader.source.claims.byte_count_flags on the students' rows and sentences, and
   no row or sentence for most of the class (the issue's class: 43 of 64).
 
-h200_class() gives the rows (the same on every call: fixed seeds, no clock but `finished`).
+h200_class() gives the rows (the same on every call: fixed seeds, no clock but `finished`); batch_and_merge writes
+what `grade batch` and `grade merge` write for them.
 """
 
 from __future__ import annotations
@@ -263,13 +264,26 @@ def h200_class() -> list[gb.BatchResult]:
     return [gb.BatchResult.model_validate_json(line) for line in _rows()]
 
 
-def write_shards(folder: Path, rows: list[gb.BatchResult], shards: int = 2) -> list[gb.BatchResult]:
-    """Write `rows` as `shards` results files of a sharded batch (results.shard-K-of-N.jsonl, round robin) under
-    `folder`; return the rows as they read back, in the given order."""
-    stores = [gb.ResultStore(folder / f"results.shard-{k + 1}-of-{shards}.jsonl") for k in range(shards)]
+BATCH_SETTINGS = {"grader": "0.1.0", "arch": None, "seed": None, "cards": ["NVIDIA H200"], "shard": None,
+                  "compile_limit": 60.0, "run_limit": 120.0, "memory_limit_gib": 16.0, "sandbox": SANDBOX}
+"""What `grade batch` puts in its gradebook's settings (grader.batch.command.write_batch) on the H200."""
+
+
+def batch_and_merge(folder: Path, rows: list[gb.BatchResult] | None = None) -> tuple[Path, Path]:
+    """What `grade batch` writes for `rows` (default: h200_class()) on the H200: folder/batch/results.jsonl (the rows
+    in the order they finished: shuffled) and the class outputs with the batch's settings
+    (grader.batch.command.write_class_outputs, index.html among them); and what `grade merge` writes from that
+    results file into folder/merge. Returns (folder/batch, folder/merge)."""
+    from grader.batch import command
+
+    rows = h200_class() if rows is None else list(rows)
+    random.Random(3).shuffle(rows)
+    batch, merge = folder / "batch", folder / "merge"
+    store = gb.ResultStore(batch / "results.jsonl")
     try:
-        back = [stores[i % shards].append(r) for i, r in enumerate(rows)]
+        back = [store.append(r) for r in rows]
     finally:
-        for s in stores:
-            s.close()
-    return back
+        store.close()
+    command.write_class_outputs(gb.build_gradebook(back, "0.1.0", BATCH_SETTINGS), batch)
+    assert command.main(["merge", str(merge), str(batch / "results.jsonl"), "--quiet"]) == 0
+    return batch, merge

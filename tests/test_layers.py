@@ -48,7 +48,9 @@ LAYERS = [
     ["grader.batch.protocol"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
-    # the class page, from the gradebook
+    # the class page, from the gradebook: what each row means (triage), its colours, style and script, its plots
+    ["grader.batch.triage", "grader.batch.classpage_assets"],
+    ["grader.batch.classplots"],
     ["grader.batch.classpage"],
     ["grader.batch.command"],
     # entry points
