@@ -74,7 +74,7 @@ def heads(page: str) -> list[str]:
 
 
 def table_rows(page: str) -> list[str]:
-    return re.findall(r"<tr data-group=.*?</tr>", page)
+    return re.findall(r"<tr data-verdict=.*?</tr>", page)
 
 
 # --- safety ----------------------------------------------------------------------------------------------

@@ -280,14 +280,16 @@ def shown_columns(rows: list[BatchResult]) -> list[tuple[str, str]]:
 
 
 def table_rows(book: Gradebook, rows: list[BatchResult], columns: list[tuple[str, str]]) -> str:
-    """The `<tr>` of every student in the table's order (grader.batch.triage.triage_order), with the data-group and
-    data-facets attributes the filters read; a row to look at has class "look"."""
+    """The `<tr>` of every student in the table's order (grader.batch.triage.triage_order), with its verdict
+    (data-verdict) and the data-group and data-facets attributes the filters read; a row to look at has class
+    "look"."""
     look = triage.look_reasons(rows)
     out = []
     for r in triage.triage_order(rows):
         cells = _cells(book, r)
         keys = " ".join(triage.facets(r, look))
-        out.append(f'<tr data-group="{escape(triage.group(r))}" data-facets="{escape(keys)}"'
+        out.append(f'<tr data-verdict="{escape(r.verdict)}" data-group="{escape(triage.group(r))}" '
+                   f'data-facets="{escape(keys)}"'
                    + (' class="look"' if r.id in look else "") + ">"
                    + "".join(cells[name] for name, _ in columns) + "</tr>")
     return "\n".join(out)
