@@ -7,7 +7,7 @@ borders (at least 3:1 against white: WCAG 2.1's 1.4.11 for graphics) and a text 
 is also told by its shape (grader.batch.triage.GLYPHS) and its words, never by colour alone.
 
 Layout: the page scrolls only vertically at any width (the plots and panels shrink to the screen, the table scrolls
-in its own box); printed, the controls go, the table and the folded facts open in full, and badges keep their
+in its own box, its header row and id column staying in view); printed, the controls go, the table and the folded facts open in full, and badges keep their
 colours. Without script the page is complete and shows no control: the filters and the lines about them are `hidden`
 (and `[hidden]` beats every display rule) until the script shows them, the sort buttons and the facet buttons are made
 by the script from plain headers and labels.
@@ -83,6 +83,8 @@ table.students th button{{all:unset;cursor:pointer;font-weight:600}}
 table.students th button:focus-visible{{outline:2px solid {BLUE}}}
 table.students th[aria-sort=ascending] button::after{{content:" \\25B2"}}
 table.students th[aria-sort=descending] button::after{{content:" \\25BC"}}
+table.students td:first-child{{position:sticky;left:0;background:{PANEL};z-index:1}}
+table.students th:first-child{{left:0;z-index:2}}
 table.students tr.look td:first-child{{box-shadow:inset 4px 0 0 {BLUE}}}
 td.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
 td.id{{min-width:7rem;max-width:13rem}}
@@ -116,7 +118,8 @@ button.facet{{cursor:auto}}
 .table-box{{overflow:visible;max-height:none;border:0}}
 table.students{{font-size:7pt}}
 table.students th,table.students td{{padding:2px 4px}}
-table.students th{{position:static;-webkit-print-color-adjust:exact;print-color-adjust:exact}}
+table.students th,table.students td:first-child{{position:static}}
+table.students th{{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
 table.students th button{{display:contents}}
 table.students th button::after{{content:none!important}}
 table.students thead{{display:table-header-group}}
