@@ -7,10 +7,10 @@ borders (at least 3:1 against white: WCAG 2.1's 1.4.11 for graphics) and a text 
 is also told by its shape (grader.batch.triage.GLYPHS) and its words, never by colour alone.
 
 Layout: the page scrolls only vertically at any width (the plots and panels shrink to the screen, the table scrolls
-in its own box, its header row and id column staying in view); printed, the controls go, the table and the folded facts open in full, and badges keep their
-colours. Without script the page is complete and shows no control: the filters and the lines about them are `hidden`
-(and `[hidden]` beats every display rule) until the script shows them, the sort buttons and the facet buttons are made
-by the script from plain headers and labels.
+in its own box, its header row and id column staying in view); printed, the controls go, the table and the folded
+facts open in full, and badges keep their colours. Without script the page is complete and shows no control: the
+filters and the lines about them are `hidden` (and `[hidden]` beats every display rule) until the script shows them,
+the sort buttons and the facet buttons are made by the script from plain headers and labels.
 """
 
 from __future__ import annotations
