@@ -101,3 +101,10 @@ def test_gold_with_nothing_to_fix_says_so_and_a_flag_comes_first_when_there_is_n
     assert render_text(r).splitlines()[2] == f"Next: correct your part-3 row or sentence: {flag.message}."
     r.hints = [Hint(text="a hint", kind="division")]
     assert render_text(r).splitlines()[2] == "Hint: a hint"
+
+
+def test_without_a_gpu_the_tanh_hint_still_comes_first():
+    tanh = Hint(text="biasGeluFused looks like the tanh GELU", kind="tanh")
+    r = GradeReport(file="s.cu", verdict="no-gpu", reason="no GPU", hints=[Hint(text="w", kind="width"), tanh])
+    assert render_text(r).splitlines()[2:4] == [f"Next: {first_step(r)[0]}.", f"Hint: {tanh}"]
+    assert render_text(r).count(str(tanh)) == 1 and "Hint: w" in render_text(r)

@@ -222,9 +222,10 @@ def first_step(r: GradeReport) -> tuple[str, Hint | None]:
     the hint to show first, or None). A correct kernel's top-ranked hint (grader.feedback.worth ranks them by the time
     each explains); wrong output: make it right (the first failed check, the seed that replays it), with the tanh
     hint when the machine code shows the tanh GELU; an error: NEXT_BY_STAGE, or "nothing to fix" when it is the
-    grader's; busy and no-gpu: run again where the GPU is free or present; gold with nothing to fix: says so (or the
-    first flag on the student's row or sentence)."""
+    grader's; busy and no-gpu: run again where the GPU is free or present (no-gpu with the tanh hint: the output will
+    be wrong); gold with nothing to fix: says so (or the first flag on the student's row or sentence)."""
     kind = outcome(r.verdict, r.stage)
+    tanh = next((h for h in r.hints if h.kind == "tanh"), None)
     if kind in ("gold", "silver", "slow"):
         if r.hints:
             return "", r.hints[0]
@@ -235,7 +236,6 @@ def first_step(r: GradeReport) -> tuple[str, Hint | None]:
     if kind == "wrong":
         bad = next((v for v in r.verification if not v.passed), None)
         seed = f"; --seed {r.seed} replays these inputs" if r.seed is not None else ""
-        tanh = next((h for h in r.hints if h.kind == "tanh"), None)
         return (f"make the output right first ({bad.message if bad else r.reason}{seed}); speed is graded once it "
                 "is correct", tanh)
     if kind == "error":
@@ -243,7 +243,7 @@ def first_step(r: GradeReport) -> tuple[str, Hint | None]:
     return {"grader": "nothing to fix in your file: the grader failed here; run again, and report it if it persists",
             "busy": "run again when the GPU is free: your kernel is correct, but the GPU was shared while it was timed",
             "no-gpu": "run it where there is an NVIDIA GPU: verification and timing need one (the checks that need "
-                      "none passed)"}.get(kind, ""), None
+                      "none passed)"}.get(kind, ""), tanh if kind == "no-gpu" else None
 
 
 def _lead_lines(r: GradeReport) -> tuple[list[str], Hint | None]:
