@@ -48,8 +48,11 @@ LAYERS = [
     ["grader.batch.protocol"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
-    # the class page, from the gradebook; what a merge should have (its rows against the class); the Slurm script
-    ["grader.batch.classpage", "grader.batch.expect", "grader.batch.slurm"],
+    # the class page, from the gradebook: what each row means (triage), its colours, style and script, its plots;
+    # what a merge should have (its rows against the class); the Slurm script
+    ["grader.batch.triage", "grader.batch.classpage_assets", "grader.batch.expect", "grader.batch.slurm"],
+    ["grader.batch.classplots"],
+    ["grader.batch.classpage"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],

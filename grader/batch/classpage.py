@@ -1,15 +1,24 @@
 """The class page: OUT/index.html, one self-contained file (no network, no other file needed but the reports it
 links to) that `grade batch` and `grade merge` write beside the gradebook.
 
-Everything on it comes from the gradebook (grader.batch.gradebook.Gradebook); what it shows is in docs/batch.md ("The
-class page"). The table of every student carries every fact the plots show, so the page reads without them (and
-without script: sorting and filtering are the only things the script adds).
+It leads with triage (grader.batch.triage): how the class did (a line, and a tile per verdict group: gold, silver,
+correct but slow, wrong output, errors of the students, errors of the grader, busy; each with its points), the rows to
+look at, what the class got wrong (where fails and errors stopped, the hints received, the notes and flags on the
+part-3 rows and sentences; each a filter of the table), and the points as scores.csv gives them (a distribution with
+mean and median). Then the table of every student (the rows to look at first; each row's points and first hint;
+empty columns left out), the plots of speed and claims (grader.batch.classplots), and, folded, how the class was
+graded (card, driver, copy floor, clocks, versions, settings). What it shows is in docs/batch.md ("The class page").
+
+Everything on it comes from the gradebook's rows, in an order of their own (by id), and nothing from the batch's
+settings or clock: `grade merge` of a batch's results writes the same page as the batch. The table carries every fact
+the plots show, so the page reads without them and without script (sorting and the filters are the only things the
+script adds; it makes their controls itself, so none shows where it does not run: grader.batch.classpage_assets).
 
 Safety: every string a student controls (ids, names, emails, reasons, compiler messages) is escaped for HTML
 (grader.output.svgplot.escape, after grader.text.printable), and no data is ever put inside the script: the script is a
 constant, read from the table's DOM. A Content-Security-Policy meta allows nothing from the network
 (`default-src 'none'`) and only this page's own script and style, by their sha256 (no 'unsafe-inline'), so an
-injected `<script>` or `onerror=` would not run even if escaping failed. Plots: grader.output.svgplot (why there).
+injected `<script>` or `onerror=` would not run even if escaping failed.
 """
 
 from __future__ import annotations
@@ -22,107 +31,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader import exercise
+from grader.batch import classplots as plots
+from grader.batch import triage
+from grader.batch.classpage_assets import SCRIPT, STYLE
+from grader.batch.gradebook import BatchResult, Gradebook
 from grader.output.student_files import report_file, write_atomic
-from grader.batch.gradebook import BIN_WIDTH, BINS, VERDICTS, BatchResult, Gradebook, fraction_bins, to_look_at
-from grader.output.gradescope import is_graded
-from grader.output.svgplot import Plot, escape, nice_ticks
+from grader.output.svgplot import escape
 from grader.text import printable
-
-COLORS = {"gold": "#c99a06", "silver": "#7f8c99", "fail": "#c0392b", "error": "#7b3294", "no-gpu": "#b0b0b0",
-          "busy": "#e08214"}
-"""A colour per verdict (the plots and the table's verdict cells); every plot also says it in words."""
-CLAIM_MAX = 1.5
-"""The claimed-against-measured plot shows fractions up to this; a claim above it is drawn on the top edge
-(the table gives its value)."""
-
-STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d1d1d;background:#f6f6f4}
-header,main{max-width:1200px;margin:0 auto;padding:0 16px}
-header{padding-top:12px}
-h1{font-size:1.5rem;margin:.4rem 0}
-h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
-.sub{color:#555;margin:0 0 .6rem}
-.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0;font-size:.92rem}
-.facts dt{font-weight:600}
-.facts dd{margin:0}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:14px}
-.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 10px}
-.card p{font-size:.85rem;color:#444;margin:.3rem 0}
-svg.plot{width:100%;height:auto;display:block}
-.counts{border-collapse:collapse;font-size:.9rem;margin:.3rem 0}
-.counts td,.counts th{border:1px solid #ddd;padding:2px 10px;text-align:right}
-.controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:.4rem 0;font-size:.9rem}
-.controls input[type=search]{min-width:260px;padding:3px 6px}
-table.students{border-collapse:collapse;width:100%;background:#fff;font-size:.85rem}
-table.students th,table.students td{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
-table.students th{background:#eee;position:sticky;top:0}
-table.students th button{all:unset;cursor:pointer;font-weight:600}
-table.students th button:focus{outline:2px solid #3b6ea5}
-table.students th[aria-sort=ascending] button::after{content:" \\25B2"}
-table.students th[aria-sort=descending] button::after{content:" \\25BC"}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.reason{min-width:280px;max-width:420px;overflow-wrap:anywhere}
-td.people{max-width:240px;overflow-wrap:anywhere}
-td.id{overflow-wrap:anywhere;max-width:220px}
-.v{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-weight:600}
-.v-gold{background:#a87f00}.v-silver{background:#66727e}.v-fail{background:#b03020}
-.v-error{background:#6b2a85}.v-busy{background:#b8650c}.v-no-gpu{background:#777}
-footer{max-width:1200px;margin:20px auto;padding:0 16px;color:#666;font-size:.8rem}
-"""
-
-SCRIPT = """
-(function () {
-  "use strict";
-  var table = document.getElementById("students");
-  var body = table.tBodies[0];
-  var rows = Array.prototype.slice.call(body.rows);
-  var text = document.getElementById("filter");
-  var verdict = document.getElementById("verdict");
-  var look = document.getElementById("look");
-  var shown = document.getElementById("shown");
-  function apply() {
-    var q = text.value.trim().toLowerCase();
-    var n = 0;
-    rows.forEach(function (r) {
-      var ok = (!q || r.textContent.toLowerCase().indexOf(q) >= 0) &&
-        (!verdict.value || r.getAttribute("data-verdict") === verdict.value) &&
-        (!look.checked || r.getAttribute("data-look") === "1");
-      r.hidden = !ok;
-      if (ok) { n += 1; }
-    });
-    shown.textContent = n + " of " + rows.length + " students shown";
-  }
-  function key(r, col, numeric) {
-    var c = r.cells[col];
-    var s = c.hasAttribute("data-sort") ? c.getAttribute("data-sort") : c.textContent;
-    if (!numeric) { return s.toLowerCase(); }
-    return s === "" ? NaN : parseFloat(s);
-  }
-  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
-    var button = th.querySelector("button");
-    if (!button) { return; }
-    button.addEventListener("click", function () {
-      var up = th.getAttribute("aria-sort") !== "ascending";
-      var numeric = th.getAttribute("data-type") === "num";
-      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) { h.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", up ? "ascending" : "descending");
-      rows.slice().sort(function (a, b) {
-        var x = key(a, col, numeric), y = key(b, col, numeric);
-        if (numeric) {
-          if (isNaN(x) || isNaN(y)) { return isNaN(x) === isNaN(y) ? 0 : (isNaN(x) ? 1 : -1); }
-          return up ? x - y : y - x;
-        }
-        return up ? x.localeCompare(y) : y.localeCompare(x);
-      }).forEach(function (r) { body.appendChild(r); });
-    });
-  });
-  text.addEventListener("input", apply);
-  verdict.addEventListener("change", apply);
-  look.addEventListener("change", apply);
-  document.getElementById("controls").hidden = false;
-  apply();
-})();
-"""
 
 
 def _sha256(text: str) -> str:
@@ -143,161 +58,36 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
-def claimed(row: BatchResult) -> float | None:
-    """The fraction of the copy floor the student claims: their sentence's, else their table row's x copy; None
-    when they state none."""
-    contract = row.report.contract if row.report else None
-    if contract is None:
-        return None
-    if contract.claim is not None and contract.claim.fraction is not None:
-        return contract.claim.fraction
-    return contract.row.x_copy if contract.row is not None else None
+def breakable(text: str, limit: int = 60, run: int = 16) -> str:
+    """An id as HTML that wraps only after `._-@/\\+` or every `run` characters (a `<wbr>`), never mid-word
+    elsewhere: untrusted text, printable and cut to `limit`, each piece escaped."""
+    out, since = [], 0
+    for ch in printable(text, limit):
+        out.append(escape(ch))
+        since += 1
+        if ch in "._-@/\\+ " or since >= run:
+            out.append("<wbr>")
+            since = 0
+    return "".join(out)
 
 
-def dram_per_elem(row: BatchResult) -> float | None:
-    """DRAM bytes read plus written per element by the student's kernel, where counters were measured."""
-    c = row.report.counters if row.report else None
-    if c is None or c.unavailable:
-        return None
-    mine = next((k for k in c.kernels if k.label == exercise.KERNEL_NAME), None)
-    return mine.dram_per_elem if mine else None
+def badge(key: str) -> str:
+    """A verdict group's badge: its shape and its words, in its colours."""
+    return (f'<span class="v g-{escape(key)}"><span class="glyph" aria-hidden="true">{triage.GLYPHS.get(key, "")}'
+            f"</span> {escape(triage.group_label(key))}</span>")
 
 
-def graded_rows(rows: list[BatchResult]) -> list[BatchResult]:
-    """The rows that were graded (gold, silver, fail, or an error of the submission): not busy, no-gpu, or an
-    error of the grader or of a worker that did not start."""
-    return [r for r in rows if r.report is not None and is_graded(r.report) and r.stage != "setup"]
+def _links(book: Gradebook, row: BatchResult) -> tuple[str, str]:
+    """The (text, JSON) report links of a row, quoted for an href."""
+    report = book.reports.get(row.id, report_file(row.id))
+    href = quote(report, safe="/~@")
+    return href, (quote(report[: -len(".txt")] + ".json", safe="/~@") if report.endswith(".txt") else href)
 
 
-def correct_fractions(rows: list[BatchResult]) -> list[float]:
-    """The fractions of the rows that are correct and were timed (stage grade: gold, silver, or a slow fail)."""
-    return [r.fraction for r in rows if r.stage == "grade" and r.fraction is not None and math.isfinite(r.fraction)]
-
-
-def fast_p(rows: list[BatchResult], p: float) -> float | None:
-    """KernelBench's fast_p over the graded rows: the share that is correct and at least p of the floor (None
-    when nothing was graded)."""
-    graded = graded_rows(rows)
-    if not graded:
-        return None
-    return sum(1 for f in correct_fractions(graded) if f >= p) / len(graded)
-
-
-# --- the plots -------------------------------------------------------------------------------------------
-def verdict_plot(counts: dict[str, int]) -> str:
-    """Bars of the count of each verdict."""
-    top = max(counts.values()) or 1
-    ticks = [t for t in range(0, top + 1, max(1, math.ceil(top / 5)))]
-    plot = Plot(title="Submissions per verdict", x_label="verdict", y_label="submissions",
-                x_range=(0, len(VERDICTS)), y_range=(0, top * 1.1), height=240, css_class="verdicts",
-                x_ticks=[(i + 0.5, v) for i, v in enumerate(VERDICTS)], y_ticks=ticks,
-                desc=", ".join(f"{v}: {counts.get(v, 0)}" for v in VERDICTS))
-    for i, v in enumerate(VERDICTS):
-        n = counts.get(v, 0)
-        plot.bar(i + 0.15, i + 0.85, n, fill=COLORS[v], title=f"{v}: {n}")
-        plot.label(i + 0.5, n + top * 0.03, str(n), anchor="middle")
-    return plot.render()
-
-
-def histogram_plot(rows: list[BatchResult]) -> str:
-    """Bars of the fractions in the gradebook's equal bins (grader.batch.gradebook.fraction_bins; the last bin is 1.0
-    and above), coloured by the verdict its range earns, with the silver and gold lines."""
-    fractions = [r.fraction for r in rows if r.fraction is not None]
-    counts = fraction_bins(fractions)
-    top = max(counts) or 1
-    ticks = [t for t in range(0, top + 1, max(1, math.ceil(top / 5)))]
-    x_max = (BINS + 1) * BIN_WIDTH
-    plot = Plot(title="Fraction of the copy floor", x_label="fraction of the copy floor (bins of 0.05; last: 1.0 "
-                "and above)", y_label="submissions", x_range=(0, x_max), y_range=(0, top * 1.12),
-                x_ticks=[i / 10 for i in range(0, 11)], x_format="{:.1f}", y_ticks=ticks, css_class="histogram",
-                desc=f"{len(fractions)} timed submissions; " + ", ".join(
-                    f"{_bin_label(i)}: {n}" for i, n in enumerate(counts) if n))
-    for i, n in enumerate(counts):
-        if not n:
-            continue
-        lo = i * BIN_WIDTH
-        color = COLORS["gold"] if lo >= exercise.GOLD - 1e-9 else COLORS["silver"] if lo >= exercise.SILVER - 1e-9 \
-            else COLORS["fail"]
-        plot.bar(lo, lo + BIN_WIDTH, n, fill=color, title=f"{_bin_label(i)}: {n} submissions")
-    plot.vline(exercise.SILVER, f"silver {exercise.SILVER:.2f}")
-    plot.vline(exercise.GOLD, f"gold {exercise.GOLD:.2f}")
-    return plot.render()
-
-
-def _bin_label(i: int) -> str:
-    return f"{i * BIN_WIDTH:.2f}-{(i + 1) * BIN_WIDTH:.2f}" if i < BINS else "1.00 and above"
-
-
-def fast_p_plot(rows: list[BatchResult]) -> str:
-    """The staircase of fast_p against p: the share of the graded rows that is correct and at least p of the
-    floor, with its values at the silver and gold lines."""
-    graded = graded_rows(rows)
-    fractions = sorted(correct_fractions(graded))
-    n = len(graded) or 1
-    x_max = max(1.0, max(fractions, default=0.0)) + 0.02
-    points = [(0.0, len(fractions) / n)] + [(f, (len(fractions) - i - 1) / n) for i, f in enumerate(fractions)]
-    points.append((x_max, 0.0))
-    at = {p: fast_p(rows, p) for p in (exercise.SILVER, exercise.GOLD)}
-    plot = Plot(title="Correct and at least p of the floor (fast_p)", x_label="p: fraction of the copy floor",
-                y_label="share of graded submissions", x_range=(0, x_max), y_range=(0, 1.05),
-                x_ticks=nice_ticks(0, x_max, 10), x_format="{:.1f}",
-                y_ticks=[(t / 5, f"{t * 20}%") for t in range(6)], css_class="fastp",
-                desc=f"over {len(graded)} graded submissions: {len(fractions)} correct; " + "; ".join(
-                    f"at p = {p:.2f}: {100 * (v or 0):.0f}%" for p, v in at.items()))
-    plot.line(points, stroke="#1f5f99", width=2.5, step=True, css="curve",
-              title=f"{len(fractions)} of {len(graded)} graded submissions are correct")
-    for p, v in at.items():
-        name = "silver" if p == exercise.SILVER else "gold"
-        plot.vline(p, f"{name} {p:.2f}: {100 * (v or 0):.0f}%", anchor="end", row=0 if name == "silver" else 1)
-    return plot.render()
-
-
-def claims_plot(rows: list[BatchResult]) -> tuple[str, int, int]:
-    """Each student's claimed fraction (y) against the measured one (x), the line y = x, flagged students as
-    crossed rings; returns the SVG, the count drawn and the count of claims without a measured fraction."""
-    pairs = [(r, claimed(r)) for r in rows]
-    drawn = [(r, c) for r, c in pairs if c is not None and r.fraction is not None]
-    unmeasured = sum(1 for r, c in pairs if c is not None and r.fraction is None)
-    hi = min(CLAIM_MAX, max([1.05] + [max(r.fraction, c) for r, c in drawn if math.isfinite(c)]))
-    plot = Plot(title="Claimed against measured fraction", x_label="measured fraction of the copy floor",
-                y_label="claimed fraction", x_range=(0, hi), y_range=(0, hi), css_class="claims",
-                x_ticks=nice_ticks(0, hi, 8), y_ticks=nice_ticks(0, hi, 6), x_format="{:.1f}", y_format="{:.1f}",
-                desc=f"{len(drawn)} students stated a fraction and were timed; points above the diagonal claim "
-                     "more than was measured; crossed rings are flagged")
-    plot.line([(0, 0), (hi, hi)], stroke="#888888", width=1, dash="4 3", css="diagonal", title="claim = measured")
-    for r, c in drawn:
-        shown = c if math.isfinite(c) else hi
-        tip = f"{printable(r.id, 60)}: claimed {c:g}, measured {r.fraction:.3f}" + (
-            f"; flags: {', '.join(r.flags)}" if r.flags else "")
-        plot.point(r.fraction, min(shown, hi), fill=COLORS.get(r.verdict, "#444444"), title=tip,
-                   shape="ring" if r.flags else "circle", data={"id": printable(r.id, None)})
-    return plot.render(), len(drawn), unmeasured
-
-
-def dram_plot(rows: list[BatchResult]) -> tuple[str, int]:
-    """DRAM bytes per element (x) against the fraction (y) of the rows whose counters were measured, with the
-    byte model's 8 bytes; returns the SVG ("" when none was measured) and the count drawn."""
-    drawn = [(r, d) for r in rows if (d := dram_per_elem(r)) is not None and r.fraction is not None]
-    if not drawn:
-        return "", 0
-    model = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
-    x_hi = max([model * 1.5] + [d * 1.05 for _, d in drawn])
-    y_hi = max([1.05] + [r.fraction * 1.05 for r, _ in drawn])
-    plot = Plot(title="DRAM bytes per element (Nsight Compute)", x_label="DRAM bytes read + written per element",
-                y_label="fraction of the copy floor", x_range=(0, x_hi), y_range=(0, y_hi), css_class="dram",
-                desc=f"{len(drawn)} students' kernels profiled; the model counts {model} bytes per element")
-    plot.vline(model, f"model: {model} B")
-    for r, d in drawn:
-        plot.point(d, r.fraction, fill=COLORS.get(r.verdict, "#444444"),
-                   title=f"{printable(r.id, 60)}: {d:.2f} B/elem, {r.fraction:.3f} of the floor",
-                   data={"id": printable(r.id, None)})
-    return plot.render(), len(drawn)
-
-
-# --- the page --------------------------------------------------------------------------------------------
+# --- how the class was graded ----------------------------------------------------------------------------
 def graded_on(book: Gradebook) -> list[tuple[str, str]]:
-    """(what, value) pairs: the cards, drivers, copy floor, clocks, versions and settings the class was graded
-    with (each value as plain text, escaped later)."""
+    """(what, value) pairs from the rows alone: the cards, drivers, copy floor, clocks, versions and settings the
+    class was graded with, and when (each value as plain text, escaped later)."""
     rows = [r for r in book.rows if r.report is not None]
     gpus = Counter(f"{g.name}, compute capability {g.compute_capability}, {g.multiprocessors} SMs, "
                    f"L2 {g.l2_bytes / 2**20:.0f} MiB" for r in rows if (g := r.report.gpu))
@@ -315,88 +105,259 @@ def graded_on(book: Gradebook) -> list[tuple[str, str]]:
                      for r in rows if (c := r.report.clocks) is not None)
     facts.append(("Clocks while timing", _counted(clocks) or "-"))
     nvrtc = Counter(r.report.versions.get("nvrtc", "") for r in rows if r.report.versions.get("nvrtc"))
-    facts.append(("Grader", f"{book.grader_version}" + (f"; NVRTC {_counted(nvrtc)}" if nvrtc else "")))
+    facts.append(("Grader", _versions(book) + (f"; NVRTC {_counted(nvrtc)}" if nvrtc else "")))
     facts.append(("Thresholds", f"{exercise.THRESHOLDS_TEXT} of the copy floor; bytes counted: "
                   f"{exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT} per element"))
-    settings = book.settings
-    picked = [f"{k} {settings[k]}" for k in ("arch", "seed", "sandbox") if settings.get(k) not in (None, "")]
-    if picked:
-        facts.append(("Settings", "; ".join(picked)))
-    facts.append(("Written", book.created))
+    facts.append(("Settings", _settings(rows)))
+    finished = sorted(r.finished for r in book.rows if r.finished)
+    if finished:
+        facts.append(("Graded", finished[0] if finished[0] == finished[-1] else f"{finished[0]} to {finished[-1]}"))
     return facts
+
+
+def _versions(book: Gradebook) -> str:
+    return ", ".join(sorted({r.grader_version for r in book.rows if r.grader_version})) or book.grader_version
+
+
+def _settings(rows: list[BatchResult]) -> str:
+    """The settings the rows were graded with, as their reports give them: the compile target, the input seed (one
+    for all, or each its own), the NVRTC sandbox, how many kernels were profiled."""
+    arch = Counter(r.report.compile.arch for r in rows if r.report.compile)
+    seeds = Counter(r.report.seed for r in rows if r.report.seed is not None and r.report.verification)
+    sandbox = Counter(r.report.sandbox for r in rows if r.report.sandbox)
+    profiled = sum(1 for r in rows if r.report.counters is not None and not r.report.counters.unavailable)
+    out = [f"compiled for {_counted(arch)}" if arch else "",
+           (f"input seed {next(iter(seeds))} for every submission" if len(seeds) == 1 and sum(seeds.values()) > 1
+            else "a fresh input seed for each submission (its report gives it)") if seeds else "",
+           f"NVRTC sandbox: {_counted(sandbox)}" if sandbox else "",
+           f"counters (Nsight Compute) measured for {plots.count(profiled, 'submission')}" if profiled else ""]
+    return "; ".join(s for s in out if s) or "-"
 
 
 def _counted(c: Counter) -> str:
     """'A (3 rows); B (1 row)', most common first; a single value alone."""
     if len(c) == 1:
-        return next(iter(c))
-    return "; ".join(f"{k} ({n} rows)" for k, n in c.most_common())
+        return str(next(iter(c)))
+    ranked = sorted(c.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    return "; ".join(f"{k} ({plots.count(n, 'row')})" for k, n in ranked)
 
 
-def _people(row: BatchResult) -> str:
-    return "; ".join(s.label() for s in row.submitters)
+# --- the top: how the class did, who needs me, what went wrong -------------------------------------------
+def headline(rows: list[BatchResult], pts: triage.Points) -> str:
+    """One sentence: how many pass, how many are slow, wrong, stopped on their own error or the grader's, not graded;
+    the points' mean and median."""
+    c = Counter(triage.group(r) for r in rows)
+    parts = [f"{c['gold'] + c['silver']} of {plots.count(len(rows), 'submission')} pass ({c['gold']} gold, "
+             f"{c['silver']} silver)", f"{c['slow']} are correct but too slow", f"{c['wrong']} give wrong output",
+             f"{c['error']} stopped on an error in their submission"]
+    if c["grader"]:
+        parts.append(f"{c['grader']} on an error of the grader")
+    if c["busy"] + c["no-gpu"]:
+        parts.append(f"{c['busy'] + c['no-gpu']} could not be graded here (busy GPU, no GPU)")
+    text = ", ".join(parts[:-1]) + " and " + parts[-1] + "."
+    if pts.graded:
+        text += (f" Points (scores.csv): mean {pts.mean:.1f} and median {pts.median:g} of 10 over "
+                 f"{plots.count(pts.graded, 'graded submission')}.")
+    return escape(text)
 
 
-VERDICT_RANK = {v: i for i, v in enumerate(VERDICTS)}
-
-
-def table_rows(book: Gradebook) -> str:
-    """The `<tr>` of every student (gradebook order): escaped text, numbers with a data-sort value, and the
-    data-verdict and data-look attributes the filters read."""
-    look = {r.id for r, _ in to_look_at(book.rows)}
+def tiles(rows: list[BatchResult]) -> str:
+    """A tile per verdict group (the four of a graded kernel always, the others when present): count, share, shape,
+    words and the points its rows get; each a filter of the table (with the script)."""
+    c = Counter(triage.group(r) for r in rows)
+    scores: dict[str, set] = {}
+    for r in rows:
+        scores.setdefault(triage.group(r), set()).add(triage.points(r))
     out = []
-    for r in book.rows:
-        report = book.reports.get(r.id, report_file(r.id))
-        href = quote(report, safe="/~@")
-        json_href = quote(report[: -len(".txt")] + ".json", safe="/~@") if report.endswith(".txt") else href
-        claim, dram = claimed(r), dram_per_elem(r)
-        stage = r.stage if r.stage and r.stage != "grade" else ""
-        cells = [
-            f'<td class="id" title="{_t(r.id)}" data-sort="{_t(r.id)}">'
-            f'<a class="report" href="{escape(href)}">{_t(r.id, 60)}</a> '
-            f'<a class="json" href="{escape(json_href)}" aria-label="JSON report of {_t(r.id, 60)}">json</a></td>',
-            f'<td class="people">{_t(_people(r), 200)}</td>',
-            f'<td data-sort="{VERDICT_RANK.get(r.verdict, 99)}"><span class="v v-{escape(r.verdict)}">'
-            f"{escape(r.verdict)}</span></td>",
-            f'<td class="num" data-sort="{_f(r.fraction, 6)}">{_f(r.fraction)}</td>',
-            f'<td class="num" data-sort="{_f(claim, 6)}">{"" if claim is None else _t(f"{claim:g}")}</td>',
-            f"<td>{_t(', '.join(r.flags), 200)}</td>",
-            f"<td>{_t(', '.join(r.notes), 120)}</td>",
-            f"<td>{_t(stage)}</td>",
-            f'<td class="num" data-sort="{_f(dram, 6)}">{_f(dram, 2)}</td>',
-            f'<td class="reason">{_t(r.reason, 240)}</td>',
-        ]
-        out.append(f'<tr data-verdict="{escape(r.verdict)}" data-look="{1 if r.id in look else 0}">'
-                   + "".join(cells) + "</tr>")
+    for g in triage.GROUPS:
+        if not c[g] and g not in ("gold", "silver", "slow", "wrong"):
+            continue
+        got = sorted(p for p in scores.get(g, set()) if p is not None)
+        pts = ("not graded" if c[g] and not got else "" if not got else
+               f"{got[0]:g} point{'' if got[0] == 1 else 's'} each" if len(got) == 1 else
+               f"{got[0]:g} to {got[-1]:g} points")
+        share = f"{100 * c[g] / len(rows):.0f}%" if rows else ""
+        label = triage.group_label(g)
+        out.append(f'<li class="tile"><span class="facet g-{g}" data-facet="group:{g}" data-label="{escape(label)}">'
+                   f'<b>{c[g]}</b><span class="glyph" aria-hidden="true">{triage.GLYPHS[g]}</span> {escape(label)}'
+                   f"<small>{share}{' &middot; ' if share and pts else ''}{escape(pts)}</small></span></li>")
+    return f'<ul class="tiles" id="tiles">{"".join(out)}</ul>'
+
+
+def look_panel(book: Gradebook, rows: list[BatchResult]) -> str:
+    """The rows to look at (grader.batch.gradebook.to_look_at), each linked to its report, with its flags or (an
+    error, busy) its reason."""
+    look = triage.look_reasons(rows)
+    picked = [r for r in triage.triage_order(rows) if r.id in look]
+    items = "".join(f'<li><a href="{escape(_links(book, r)[0])}">{breakable(r.id, 60)}</a> {badge(triage.group(r))}'
+                    f" {_t(look[r.id] if r.flags else r.reason, 80)}</li>" for r in picked)
+    body = (f'<ol class="looklist">{items}</ol><p data-js hidden><span class="facet" data-facet="look" '
+            'data-label="to look at">show them in the table</span></p>' if picked else
+            "<p>Nothing: no error of the input or of the grader, no busy row, no flag.</p>")
+    return (f'<section class="panel" id="look-panel" aria-labelledby="look-h"><h2 id="look-h">To look at: '
+            f"{len(picked)}</h2><p>Errors of the input or of the grader, busy rows (run again), flags. A student's own "
+            f"fail or error is not listed: their report tells them.</p>{body}</section>")
+
+
+def _chips(items: list[tuple[str, str, int]]) -> str:
+    if not items:
+        return '<p class="none">none</p>'
+    return '<ul class="chips">' + "".join(
+        f'<li><span class="facet" data-facet="{escape(key)}" data-label="{_t(label)}">{_t(label)} <b>{n}</b></span>'
+        "</li>" for key, label, n in items) + "</ul>"
+
+
+def wrong_panel(rows: list[BatchResult]) -> str:
+    """What the class got wrong (grader.batch.triage.what_went_wrong): stages, hint kinds, part-3 notes and flags."""
+    w = triage.what_went_wrong(rows)
+    right = sum(1 for r in rows if triage.output_right(r))
+    return ('<section class="panel" id="wrong-panel" aria-labelledby="wrong-h"><h2 id="wrong-h">What went wrong</h2>'
+            f"<h3>Where fails and errors stopped</h3>{_chips(w.stages)}"
+            f"<h3>Hints the students received (students per kind)</h3>{_chips(w.hints)}"
+            f"<h3>Part-3 rows and sentences ({plots.count(right, 'correct kernel')})</h3>{_chips(w.claims)}"
+            "<p data-js hidden>Each count is a filter of the table below.</p></section>")
+
+
+def points_panel(pts: triage.Points, rows: list[BatchResult]) -> str:
+    """The points as scores.csv gives them: the distribution, mean and median, and how many it leaves empty."""
+    empty = len(rows) - pts.graded
+    said = (f"Mean {pts.mean:.1f}, median {pts.median:g} of 10 over {plots.count(pts.graded, 'graded submission')}"
+            if pts.graded else "Nothing was graded")
+    return (f'<section class="panel" id="points-panel" aria-labelledby="points-h"><h2 id="points-h">Points</h2>'
+            f"{plots.points_plot(pts)}<p>{escape(said)}"
+            + (f"; {plots.count(empty, 'row')} not graded (busy, no GPU, the grader's error): scores.csv leaves "
+               f"{'it' if empty == 1 else 'them'} empty" if empty else "") + ".</p></section>")
+
+
+# --- the table -------------------------------------------------------------------------------------------
+def _cells(book: Gradebook, r: BatchResult) -> dict[str, str]:
+    """The `<td>` of each column (COLUMNS) for row `r`: escaped text, numbers with a data-sort value."""
+    href, json_href = _links(book, r)
+    claim, dram, score = plots.claimed(r), plots.dram_per_elem(r), triage.points(r)
+    kind, label, text = triage.first_hint(r)
+    g = triage.group(r)
+    rank = triage.TRIAGE_ORDER.index(g) if g in triage.TRIAGE_ORDER else 99
+    stage = triage.STAGE_LABELS.get(r.stage or "", r.stage or "") if g in ("error", "grader") else ""
+    return {
+        "id (report)": f'<td class="id" title="{_t(r.id)}" data-sort="{_t(r.id)}"><a class="report" '
+                       f'href="{escape(href)}">{breakable(r.id, 60)}</a> <a class="json" href="{escape(json_href)}" '
+                       f'aria-label="JSON report of {_t(r.id, 60)}">json</a></td>',
+        "submitted by": f'<td class="people">{_t("; ".join(s.label() for s in r.submitters), 200)}</td>',
+        "verdict": f'<td class="verdict" data-sort="{rank}">{badge(g)}</td>',
+        "points": f'<td class="num" data-sort="{"" if score is None else f"{score:g}"}">'
+                  + ('<span class="none" title="not graded: scores.csv leaves it empty">-</span>' if score is None
+                     else f"{score:g}") + "</td>",
+        "fraction": f'<td class="num" data-sort="{_f(r.fraction, 6)}">{_f(r.fraction)}</td>',
+        "claimed": f'<td class="num" data-sort="{_f(claim, 6)}">{"" if claim is None else _t(f"{claim:g}")}</td>',
+        "first hint": f'<td class="hint" title="{_t(text, 600)}" data-kind="{escape(kind)}">{_t(label)}</td>',
+        "flags": f"<td>{_t(', '.join(r.flags), 200)}</td>",
+        "stopped at": f"<td>{_t(stage)}</td>",
+        "DRAM B/elem": f'<td class="num" data-sort="{_f(dram, 6)}">{_f(dram, 2)}</td>',
+        "reason": f'<td class="reason">{_t(r.reason, 240)}</td>',
+    }
+
+
+COLUMNS = [("id (report)", "text"), ("submitted by", "text"), ("verdict", "num"), ("points", "num"),
+           ("fraction", "num"), ("claimed", "num"), ("first hint", "text"), ("flags", "text"), ("stopped at", "text"),
+           ("DRAM B/elem", "num"), ("reason", "text")]
+"""The table's columns (name, sort type); a column no row has a value for is left out (shown_columns)."""
+ALWAYS = ("id (report)", "verdict", "points", "reason")
+
+
+def shown_columns(rows: list[BatchResult]) -> list[tuple[str, str]]:
+    """COLUMNS less those empty in every row (no submitters, no timing, no claim, no hint, no flag, no error, no
+    counters)."""
+    has = {
+        "submitted by": any(r.submitters for r in rows),
+        "fraction": any(r.fraction is not None for r in rows),
+        "claimed": any(plots.claimed(r) is not None for r in rows),
+        "first hint": any(triage.first_hint(r)[0] for r in rows),
+        "flags": any(r.flags for r in rows),
+        "stopped at": any(triage.group(r) in ("error", "grader") for r in rows),
+        "DRAM B/elem": any(plots.dram_per_elem(r) is not None for r in rows),
+    }
+    return [(name, kind) for name, kind in COLUMNS if name in ALWAYS or has.get(name)]
+
+
+def table_rows(book: Gradebook, rows: list[BatchResult], columns: list[tuple[str, str]]) -> str:
+    """The `<tr>` of every student in the table's order (grader.batch.triage.triage_order), with its verdict
+    (data-verdict) and the data-group and data-facets attributes the filters read; a row to look at has class
+    "look"."""
+    look = triage.look_reasons(rows)
+    out = []
+    for r in triage.triage_order(rows):
+        cells = _cells(book, r)
+        keys = " ".join(triage.facets(r, look))
+        out.append(f'<tr data-verdict="{escape(r.verdict)}" data-group="{escape(triage.group(r))}" '
+                   f'data-facets="{escape(keys)}"'
+                   + (' class="look"' if r.id in look else "") + ">"
+                   + "".join(cells[name] for name, _ in columns) + "</tr>")
     return "\n".join(out)
 
 
-COLUMNS = [("id (report)", "text"), ("submitted by", "text"), ("verdict", "num"), ("fraction", "num"),
-           ("claimed", "num"), ("flags", "text"), ("notes", "text"), ("stopped at", "text"),
-           ("DRAM B/elem", "num"), ("reason", "text")]
+def students(book: Gradebook, rows: list[BatchResult]) -> str:
+    """The students' section: the controls (hidden until the script shows them) and the table in its own scrolling
+    box."""
+    columns = shown_columns(rows)
+    heads = "".join(f'<th scope="col" data-type="{t}">{escape(name)}</th>' for name, t in columns)
+    present = {triage.group(r) for r in rows}
+    options = "".join(f'<option value="{g}">{escape(triage.group_label(g))}</option>'
+                      for g in triage.GROUPS if g in present)
+    return f"""<h2 id="students-heading">Students ({len(rows)}): the ones to look at first, then by verdict</h2>
+<div class="controls" id="controls" hidden>
+<label>Filter <input type="search" id="filter" placeholder="id, name, hint, reason..."></label>
+<label>Verdict <select id="group"><option value="">any</option>{options}</select></label>
+<button type="button" id="clear" hidden>show all</button>
+<span id="shown" aria-live="polite"></span>
+</div>
+<div class="table-box" tabindex="0" role="region" aria-labelledby="students-heading">
+<table class="students" id="students">
+<thead><tr>{heads}</tr></thead>
+<tbody>
+{table_rows(book, rows, columns)}
+</tbody>
+</table>
+</div>"""
+
+
+# --- the page --------------------------------------------------------------------------------------------
+def plot_cards(rows: list[BatchResult]) -> str:
+    """The cards of the speed and claims plots (grader.batch.classplots), each with a line saying how to read it."""
+    graded = plots.graded_rows(rows)
+    claims_svg, claims_n, unmeasured = plots.claims_plot(rows)
+    dram_svg, dram_n = plots.dram_plot(rows)
+    at = {p: plots.fast_p(rows, p) for p in (exercise.SILVER, exercise.GOLD)}
+    fast_text = "; ".join(f"{100 * v:.0f}% at p = {p:.2f}" for p, v in at.items() if v is not None) or "nothing graded"
+    dram = (f'<div class="card">{dram_svg}<p>{plots.count(dram_n, "kernel")} profiled with Nsight Compute (<code>grade '
+            "batch --counters</code> or <code>--counters-when-slow</code>); the table's DRAM column holds each value."
+            "</p></div>" if dram_svg else
+            '<div class="card"><h3>DRAM bytes per element</h3><p>No counters were measured in this batch '
+            "(<code>grade batch --counters</code> measures them with Nsight Compute).</p></div>")
+    return f"""<div class="cards">
+<div class="card">{plots.histogram_plot(rows)}<p>Bins of 0.05, coloured by the verdict their range earns (hatched:
+correct but slow, under 0.75). The dashed lines are the grade thresholds.</p></div>
+<div class="card">{plots.fast_p_plot(rows)}<p>KernelBench's fast_p: the share of the
+{plots.count(len(graded), 'graded submission')} that is correct and reaches at least p of the copy floor
+({escape(fast_text)}).</p></div>
+<div class="card">{claims_svg}<p>{plots.count(claims_n, 'student')} stated a fraction (their sentence, else their
+row's x copy) and were timed; {unmeasured} more stated one but were not timed. Above the diagonal: a claim higher than
+measured. Ringed: flagged. Shapes: {escape(_shapes())}.</p></div>
+{dram}
+</div>"""
+
+
+def _shapes() -> str:
+    names = {"circle": "circle", "diamond": "diamond", "down": "down triangle", "square": "square"}
+    return ", ".join(f"{triage.group_label(g)} {names[plots.MARKERS[g]]}" for g in ("gold", "silver", "slow", "busy"))
 
 
 def class_page(book: Gradebook) -> str:
     """The class page of `book` as one HTML document (module docstring)."""
-    rows = book.rows
-    counts = book.counts
-    graded = graded_rows(rows)
-    timed = [r for r in rows if r.fraction is not None]
-    claims_svg, claims_n, unmeasured = claims_plot(rows)
-    dram_svg, dram_n = dram_plot(rows)
-    at = {p: fast_p(rows, p) for p in (exercise.SILVER, exercise.GOLD)}
-    facts = "".join(f"<dt>{escape(k)}</dt><dd>{_t(v, 400)}</dd>" for k, v in graded_on(book))
-    count_cells = "".join(f"<th scope=\"col\">{escape(v)}</th>" for v in VERDICTS)
-    count_values = "".join(f"<td>{counts.get(v, 0)}</td>" for v in VERDICTS)
-    heads = "".join(f'<th scope="col" data-type="{t}"><button type="button">{escape(name)}</button></th>'
-                    for name, t in COLUMNS)
-    options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in VERDICTS)
-    fast_text = "; ".join(f"{100 * v:.0f}% at p = {p:.2f}" for p, v in at.items() if v is not None) or "nothing graded"
-    dram_card = (f'<div class="card">{dram_svg}<p>{dram_n} kernels profiled with <code>grade batch --counters</code>'
-                 "; the table's DRAM column holds each value.</p></div>" if dram_svg else
-                 '<div class="card"><h2>DRAM bytes per element</h2><p>No counters were measured in this batch '
-                 "(<code>grade batch --counters</code> measures them with Nsight Compute).</p></div>")
-    title = f"biasGeluFused: {len(rows)} submissions"
+    rows = sorted(book.rows, key=lambda r: r.id)
+    pts = triage.points_summary(rows)
+    facts = "".join(f"<dt>{escape(k)}</dt><dd>{_t(v, 600)}</dd>" for k, v in graded_on(book))
+    cards = sorted({f"{g.name} (CUDA {g.driver_cuda})" for r in rows if r.report and (g := r.report.gpu)})
+    title = f"biasGeluFused: {plots.count(len(rows), 'submission')}"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -410,40 +371,30 @@ def class_page(book: Gradebook) -> str:
 <body>
 <header>
 <h1>{escape(title)}</h1>
-<p class="sub">{len(graded)} graded, {len(timed)} timed; the class page of <code>grade batch</code>
-(<code>summary.md</code>, <code>gradebook.csv</code> and <code>gradebook.json</code> beside it hold the same rows).</p>
-<dl class="facts" id="graded-on">{facts}</dl>
+<p class="sub">{_t(", ".join(cards) or "no GPU (static checks only)")}; grader {_t(_versions(book))};
+{sum(r.fraction is not None for r in rows)} timed. <a href="#graded-on">How the class was graded</a></p>
 </header>
 <main>
-<h2>Verdicts</h2>
-<table class="counts" id="counts"><tr>{count_cells}</tr><tr>{count_values}</tr></table>
-<div class="cards">
-<div class="card">{verdict_plot(counts)}</div>
-<div class="card">{histogram_plot(rows)}<p>Equal bins of {BIN_WIDTH:.2f}; bars are coloured by the verdict their
-range earns (a correct kernel below 0.75 fails). The dashed lines are the grade thresholds.</p></div>
-<div class="card">{fast_p_plot(rows)}<p>KernelBench's fast_p: the share of the {len(graded)} graded submissions
-that is correct and reaches at least p of the copy floor ({escape(fast_text)}).</p></div>
-<div class="card">{claims_svg}<p>{claims_n} students stated a fraction (their sentence, else their row's x copy)
-and were timed; {unmeasured} more stated one but were not timed. Above the diagonal: a claim higher than
-measured. Crossed rings have flags.</p></div>
-{dram_card}
+<section id="triage" aria-labelledby="triage-h">
+<h2 id="triage-h">How the class did</h2>
+<p class="headline" id="headline">{headline(rows, pts)}</p>
+{tiles(rows)}
+</section>
+<div class="panels">
+{look_panel(book, rows)}
+{wrong_panel(rows)}
+{points_panel(pts, rows)}
 </div>
-<h2 id="students-heading">Students</h2>
-<div class="controls" id="controls" hidden>
-<label>Filter <input type="search" id="filter" placeholder="id, name, flag, reason..."></label>
-<label>Verdict <select id="verdict"><option value="">any</option>{options}</select></label>
-<label><input type="checkbox" id="look"> only rows to look at (errors of the input or grader, busy, flags)</label>
-<span id="shown" aria-live="polite"></span>
-</div>
-<table class="students" id="students" aria-labelledby="students-heading">
-<thead><tr>{heads}</tr></thead>
-<tbody>
-{table_rows(book)}
-</tbody>
-</table>
+{students(book, rows)}
+<h2 id="plots-heading">Speed and claims</h2>
+{plot_cards(rows)}
+<details class="facts-box" id="graded-on"><summary>How the class was graded: card, driver, copy floor, clocks,
+versions, settings</summary><dl class="facts">{facts}</dl></details>
 </main>
-<footer>Written by the biasGeluFused grader {escape(book.grader_version)} on {escape(book.created)}. Each id links
-to the report its student gets (text, and JSON beside it). Everything students wrote is shown as text.</footer>
+<footer>Written by the biasGeluFused grader {_t(_versions(book))} from {plots.count(len(rows), 'row')};
+<code>summary.md</code>, <code>gradebook.csv</code>, <code>gradebook.json</code> and <code>scores.csv</code> beside this
+page hold the same rows. Each id links to the report its student gets (text, and JSON beside it). Everything students
+wrote is shown as text.</footer>
 <script>{SCRIPT}</script>
 </body>
 </html>

@@ -1,8 +1,11 @@
 """Stage 7, report: the result model (`GradeReport`, printed by `--json`) and its text rendering.
 
-Text order follows the course page: the byte model first, before any time; then the part-3 table
-(version, kernels, floats/elem, ms, GB/s, x copy) with the copy-floor rows; then the verdict and what to
-look at. `grade --json-schema` prints the JSON schema of GradeReport.
+The text leads with what the student must know first: the verdict (for a fail, whether the output was wrong or
+correct but slow) and the first thing to do (first_step: the top-ranked hint, or what the verdict asks), then the
+evidence in the course page's order: the byte model before any time, the part-3 table (version, kernels,
+floats/elem, ms, GB/s, x copy) with the copy-floor rows, clocks, chain and counters; then the flags and notes on the
+student's part-3 row and sentence (only once the output is right: until then they measure nothing) and the other
+hints. `grade --json-schema` prints the JSON schema of GradeReport.
 """
 
 from __future__ import annotations
@@ -175,11 +178,94 @@ def timed_rows_text(rows: list[TimedRow]) -> str:
                                     "reps"], tablefmt="simple")
 
 
-def render_text(r: GradeReport) -> str:
-    """The human report: header, byte model, compile, verification, table, verdict, hints and flags.
-    Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source excerpts
-    may hold escape sequences."""
-    out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
+OUTCOMES = {"gold": "gold", "silver": "silver", "slow": "correct but slow", "wrong": "wrong output",
+            "error": "error of the student", "grader": "error of the grader", "busy": "busy: not graded",
+            "no-gpu": "no GPU: not graded"}
+"""What a verdict means for whoever acts on it (outcome): a fail is wrong output (1 point of 10 in Gradescope's score)
+or correct but slow (5 points); an error is the submission's (its file, code or launch) or the grader's own (no
+score: grader.output.gradescope.is_graded; a batch worker that did not start, stage setup, too)."""
+GRADER_STAGES = (Stage.GRADER, Stage.INSTALL, Stage.SETUP)
+"""Error stages that are the grader's doing, not the submission's."""
+NEXT_BY_STAGE = {
+    Stage.INPUT: "hand in the kernel as one UTF-8 .cu file (the verdict says what was wrong with this one), then "
+                 "grade again",
+    Stage.SOURCE: "take out what the verdict names (the grader refuses it before compiling), then grade again",
+    Stage.COMPILE: "fix the first compile error (below), then grade again",
+    Stage.CONTRACT: "make the kernel's name and parameter list match the launch (below), or declare your launch in a "
+                    "// grade: block",
+    Stage.LAUNCH: "make the launch fit your kernel as the verdict says, then grade again",
+    Stage.RUN: "find the fault: check every index against rows and cols (the shapes below include 1 x 1 and "
+               "ragged ones); no kernel may read or write outside its buffers",
+}
+"""The first thing to do after an error in the submission, by the stage that stopped it."""
+
+
+def outcome(verdict: str, stage: str | None) -> str:
+    """The key in OUTCOMES of a verdict stopped at `stage` (a GradeReport's or a batch row's): "slow" or "wrong" for a
+    fail (timed, stage grade, or stopped at verification), "grader" or "error" for an error (GRADER_STAGES or not),
+    else the verdict itself (gold, silver, busy, no-gpu)."""
+    if verdict == "fail":
+        return "slow" if stage == Stage.GRADE else "wrong"
+    if verdict == "error":
+        return "grader" if stage in GRADER_STAGES else "error"
+    return verdict
+
+
+def output_right(r: GradeReport) -> bool:
+    """True when the kernel's output was verified right (gold, silver, a correct but slow fail, or busy: correct but
+    not timed on a quiet GPU): only then do its part-3 row and sentence have a measurement to be checked against."""
+    return outcome(r.verdict, r.stage) in ("gold", "silver", "slow", "busy")
+
+
+def first_step(r: GradeReport) -> tuple[str, Hint | None]:
+    """What the student should do first: (a sentence for the report's "Next:" line, or "" when the hint says it;
+    the hint to show first, or None). A correct kernel's top-ranked hint (grader.feedback.worth ranks them by the time
+    each explains); wrong output: make it right (the first failed check, the seed that replays it), with the tanh
+    hint when the machine code shows the tanh GELU; an error: NEXT_BY_STAGE, or "nothing to fix" when it is the
+    grader's; busy and no-gpu: run again where the GPU is free or present (no-gpu with the tanh hint: the output will
+    be wrong); gold with nothing to fix: says so (or the first flag on the student's row or sentence)."""
+    kind = outcome(r.verdict, r.stage)
+    tanh = next((h for h in r.hints if h.kind == "tanh"), None)
+    if kind in ("gold", "silver", "slow"):
+        if r.hints:
+            return "", r.hints[0]
+        claims = [f for f in r.flags if f.kind not in NOTE_KINDS]
+        if claims:
+            return f"correct your part-3 row or sentence: {claims[0].message}", None
+        return ("nothing to fix: gold is the top verdict" if kind == "gold" else "", None)
+    if kind == "wrong":
+        bad = next((v for v in r.verification if not v.passed), None)
+        seed = f"; --seed {r.seed} replays these inputs" if r.seed is not None else ""
+        return (f"make the output right first ({bad.message if bad else r.reason}{seed}); speed is graded once it "
+                "is correct", tanh)
+    if kind == "error":
+        return NEXT_BY_STAGE.get(r.stage, "fix what the verdict says, then grade again"), None
+    return {"grader": "nothing to fix in your file: the grader failed here; run again, and report it if it persists",
+            "busy": "run again when the GPU is free: your kernel is correct, but the GPU was shared while it was timed",
+            "no-gpu": "run it where there is an NVIDIA GPU: verification and timing need one (the checks that need "
+                      "none passed)"}.get(kind, ""), tanh if kind == "no-gpu" else None
+
+
+def _lead_lines(r: GradeReport) -> tuple[list[str], Hint | None]:
+    """The report's first lines: the verdict (with its outcome for a fail), the first thing to do, the verdict's
+    details (compile diagnostics, both parameter lists); and the hint shown there (None if none)."""
+    verdict = r.verdict.upper() + (" (borderline)" if r.borderline else "")
+    if r.verdict == "fail":
+        verdict += f" ({OUTCOMES[outcome(r.verdict, r.stage)]})"
+    out = [f"Verdict: {verdict}: {r.reason}"]
+    step, hint = first_step(r)
+    if step:
+        out.append(f"Next: {step}.")
+    if hint is not None:
+        out.append(f"Hint: {hint}")
+    out.extend("  " + line for line in r.details.splitlines())
+    return out, hint
+
+
+def _evidence_lines(r: GradeReport) -> list[str]:
+    """The evidence, in the course page's order: card and versions, the byte model, the compile facts, the
+    verifications and seed, the timed table, clocks, the chain, counters and the kernel's own output."""
+    out = []
     if r.gpu:
         g = r.gpu
         out.append(
@@ -201,15 +287,7 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Benchmark shape: {r.bench_rows} x {r.bench_cols} = {n:,} elements, "
                    f"{n * bm.bytes_per_elem / 1e9:.3f} GB moved per launch.")
     if r.compile:
-        c = r.compile
-        facts = [f"{c.registers} registers" if c.registers is not None else None,
-                 f"{c.stack_frame} bytes stack" if c.stack_frame is not None else None,
-                 f"{c.spill_stores} bytes spill stores, {c.spill_loads} bytes spill loads"
-                 if c.spill_stores is not None else None,
-                 f"{c.local_bytes} bytes local memory per thread (stack and spills)"
-                 if c.local_bytes is not None else None]
-        shown = ", ".join(f for f in facts if f) or "no resource report (ptxas said nothing; no GPU to ask)"
-        out.append(f"Compiled for {c.arch}: {shown}.")
+        out.append(_compile_line(r.compile))
     for v in r.verification:
         out.append(("Verified: " if v.passed else "FAILED verification: ") + v.message)
     if r.seed is not None and r.verification:  # inputs were drawn: the seed replays them
@@ -233,15 +311,46 @@ def render_text(r: GradeReport) -> str:
         out.append(f"Kernel output (printf from your kernel, not the grader; {len(r.kernel_output)} lines shown "
                    f"escaped, {r.kernel_output_dropped} more dropped):")
         out.extend("  | " + line for line in r.kernel_output)
-    verdict = r.verdict.upper() + (" (borderline)" if r.borderline else "")
-    out.append(f"Verdict: {verdict}: {r.reason}")
-    if r.details:
-        out.extend("  " + line for line in r.details.splitlines())
+    return out
+
+
+def _compile_line(c: CompileSummary) -> str:
+    """'Compiled for ARCH: N registers, ...' (ptxas's facts, or the driver's)."""
+    facts = [f"{c.registers} registers" if c.registers is not None else None,
+             f"{c.stack_frame} bytes stack" if c.stack_frame is not None else None,
+             f"{c.spill_stores} bytes spill stores, {c.spill_loads} bytes spill loads"
+             if c.spill_stores is not None else None,
+             f"{c.local_bytes} bytes local memory per thread (stack and spills)"
+             if c.local_bytes is not None else None]
+    shown = ", ".join(f for f in facts if f) or "no resource report (ptxas said nothing; no GPU to ask)"
+    return f"Compiled for {c.arch}: {shown}."
+
+
+def _claim_lines(r: GradeReport) -> list[str]:
+    """The flags and notes on the student's part-3 row and sentence, once the output is right (output_right); before,
+    one line saying they wait for it."""
+    if not r.flags:
+        return []
+    if not output_right(r):
+        return ["Note: your part-3 row and sentence are checked once the output is right."]
+    out = []
     for f in r.flags:
         if f.kind in NOTE_KINDS:
             out.append(f"Note: {f.message} [measured: {f.grader}]")
         else:
             out.append(f"Flag ({f.kind}): {f.message} [yours: {f.student}; measured: {f.grader}]")
-    for h in r.hints:
-        out.append(f"Hint: {h}")
+    return out
+
+
+def render_text(r: GradeReport) -> str:
+    """The human report (what `grade FILE` prints): the file; the verdict and the first thing to do (first_step) with
+    the verdict's details; then the evidence (card, versions, byte model, compile, verification, table, clocks,
+    chain, counters, kernel output); then the flags and notes on the part-3 row and sentence (once the output is right)
+    and the other hints. Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source
+    excerpts may hold escape sequences."""
+    out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
+    lead, shown = _lead_lines(r)
+    out += lead + [""] + _evidence_lines(r)
+    out += _claim_lines(r)
+    out += [f"Hint: {h}" for h in r.hints if h is not shown]
     return printable_lines("\n".join(out))
