@@ -29,8 +29,9 @@ LAYERS = [
     # pure data and numerics: launches as data, the student's claims, float64 references
     # (finding and running a disassembler, below the machine code's facts)
     ["grader.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
-     "grader.feedback.sass_disassembler", "grader.gpu.clocks", "grader.output.gradescope_export"],
-    ["grader.feedback.sass"],
+     "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
+     "grader.output.gradescope_export"],
+    ["grader.feedback.sass", "grader.check.mistakes"],
     # reading a submission
     ["grader.source.contract", "grader.build.sandbox", "grader.build.toolkit", "grader.feedback.worth"],
     ["grader.build.predefined"],
