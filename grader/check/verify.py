@@ -17,6 +17,7 @@ from grader.errors import SubmissionError
 from grader.launch import LaunchSpec, Param, address, bind
 from grader.model import ReportModel
 from grader.check.reference import bias_gelu, make_inputs
+from grader.check.mistakes import Mistake, match as match_mistake
 
 NAN_WORD = 0x7FC00000
 """float32 quiet NaN: the output's contents before the launch."""
@@ -36,7 +37,8 @@ class Mismatch(ReportModel):
 class Verification(ReportModel):
     """Outcome of one correctness check at rows x cols. `max_abs_error` is over the finite outputs;
     `not_finite` counts NaN and inf outputs (a NaN is an element never written: the output is poisoned
-    with NaN first). `message` is the one-line summary shown to the user."""
+    with NaN first). `message` is the one-line summary shown to the user; `mistake`, for a wrong output, the known
+    mistake it matches (grader.check.mistakes), also said at the end of the message."""
 
     rows: int
     cols: int
@@ -50,6 +52,7 @@ class Verification(ReportModel):
     inputs_changed: list[str] = []
     tolerance: str = TOLERANCE_TEXT
     message: str = ""
+    mistake: Mistake | None = None
 
 
 def compare(got: np.ndarray, ref: np.ndarray) -> Verification:
@@ -172,7 +175,11 @@ def verify(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, rows: int, co
                     "16-byte aligned (e.g. only when cols % 4 == 0), and a scalar path elsewhere."
                 )
             raise
-        result = compare(arrays["out"].read().reshape(rows, cols), bias_gelu(x, bias))
+        got = arrays["out"].read().reshape(rows, cols)
+        result = compare(got, bias_gelu(x, bias))
+        if result.bad:  # which known mistake the output matches (grader.check.mistakes, issue 29)
+            result.mistake = match_mistake(x, bias, got, NAN_WORD)
+            result.message += f"; {result.mistake.text}" if result.mistake else ""
         result.guard_damage = guard_damage(arrays)
         result.inputs_changed = run.changed_inputs()
     if result.guard_damage:
