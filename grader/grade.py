@@ -122,7 +122,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     check_arch(out.target, gpu.info.name if gpu else None)
     try:
         stage(Stage.COMPILE)
-        out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target)
+        out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target,
+                                       lineinfo=True)
         info = out.compiled.kernels[exercise.KERNEL_NAME]
         out.sass = Reading(out.compiled.cubin, info.mangled)  # the disassembler runs while the GPU works
         widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
