@@ -24,6 +24,7 @@ from grader.gpu.device import Gpu, GpuInfo, open_gpu
 from grader.timing.chain import chain_table
 from grader.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.feedback.hints import code_hints
+from grader.feedback.launch_facts import division_facts, launch_hints
 from grader.launch import LaunchSpec
 from grader.timing.measure import Measurement, measure
 from grader.output.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
@@ -220,7 +221,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.clocks = m.clocks
         report.chain, report.chain_note = out.chain, out.chain_note
     if out.compiled is not None:
-        report.hints, report.flags = _hints(out.compiled, m, report, out.sass), _flags(sub.contract, m)
+        report.hints, report.flags = hints_for(out.compiled, report, out.sass), _flags(sub.contract, m)
     return report
 
 
@@ -237,16 +238,35 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
     return summary
 
 
-def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[Hint]:
-    """Hints from the machine code (`reading`, the disassembly started after compiling), or the PTX without a
-    disassembler (grader.feedback.hints), with the measured copies for the 4-byte-load hint; ranked by what fixing each
-    is worth (rank_hints)."""
-    found = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
-                       scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
-                       floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None,
+def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None = None) -> list[Hint]:
+    """`report`'s hints for the kernel in `compiled`: from the machine code (`reading`, the disassembly started
+    after compiling; None: read here), or the PTX without a disassembler (grader.feedback.hints), with the report's
+    measured copies for the 4-byte-load hint, and the static launch facts at the report's benchmark shape, on its
+    GPU (grader.feedback.launch_facts); ranked by what fixing each is worth (rank_hints). A wrong output gets the
+    known mistake it matches and the hints about correctness alone (WRONG_OUTPUT_KINDS): no speed hint."""
+    info = compiled.kernels[exercise.KERNEL_NAME]
+    reading = reading or (Reading(compiled.cubin, info.mangled) if compiled.cubin else None)
+    one = next((r for r in report.table if r.version == FLOOR_SCALAR), None)
+    found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
+                       floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading)
-    report.hints = [Hint(text=str(h), kind=h.kind) for h in found]
+    facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
+    shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
+    sms = report.gpu.multiprocessors if report.gpu else None
+    division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,
+                              shape=shape)
+    report.hints = [Hint(text=str(h), kind=h.kind, facts=division if h.kind == "division" else {}) for h in found]
+    wrong = [v.mistake for v in report.verification if not v.passed and v.mistake is not None]
+    if report.verdict == "fail" and report.stage == Stage.VERIFY:
+        report.hints = [Hint(text=w.text, kind="mistake") for w in wrong[-1:]] + \
+            [h for h in report.hints if h.kind in WRONG_OUTPUT_KINDS]
+    else:
+        report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape)
     return rank_hints(report)
+
+
+WRONG_OUTPUT_KINDS = ("tanh",)
+"""Hints kept for a kernel whose output is wrong: those about what it computes, not how fast (issue 29)."""
 
 
 SLOW_HINT = ("correct but slow: look at your bias index first, then at the width of your loads and stores "

@@ -34,7 +34,7 @@ LAYERS = [
     ["grader.feedback.sass", "grader.check.mistakes"],
     # reading a submission
     ["grader.source.contract", "grader.build.sandbox", "grader.build.toolkit", "grader.feedback.worth"],
-    ["grader.build.predefined"],
+    ["grader.build.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.build.nvrtc", "grader.options"],
     ["grader.build.kernel_cache"],
