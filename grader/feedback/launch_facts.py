@@ -166,7 +166,7 @@ def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kerne
             f"{'s' if per > 1 else ''} per thread")
     text = (f"{share} exit at once ({FROM}): {kernel}'s {_where(widest, 'stores to out')} move {vec * 4} bytes, "
             f"{vec} floats, per thread, but the launch gives each thread {per} element{'s' if per > 1 else ''} "
-            f"({grid}), so {share} find no element and exit")
+            f"({grid}), so the grid starts {vec // per} times the threads the body needs")
     facts_ = {"vector": float(vec), "per_thread": float(per)}
     if shape:
         rows, cols = shape

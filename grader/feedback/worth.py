@@ -382,9 +382,10 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
         if not any(h.kind == "division" for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
             idle = next((h.facts for h in code if h.kind == "idle"), {})
             made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
-    else:
+    else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
+        narrow = scalar or any(0 < h.facts.get("vector", 4.0) < 4 for h in code)
         explained = sum(h.saved_ms for h in static)
-        made = [unexplained_hint(times, width_copy, scalar, no_counters, explained)]
+        made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
     order = {"unexplained": 0, "scattered": 1, "work": 2, "occupancy": 3}
     estimated = sorted((h for h in out if h.saved_ms is not None),
