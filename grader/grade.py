@@ -303,6 +303,8 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     given, is called just before ncu starts (a batch worker sends the verdict first); on_start as for
     grader.feedback.counters.run_ncu. Never raises for the counters' own failures (they say why in one line)."""
     from grader.feedback.counters import Counters, counters_wanted, submission_counters, verdict_allows
+    from grader.feedback.source_counters import source_instructions
+    from grader.feedback.worth import access_suspect
 
     why = counters_wanted(report, asked, when_slow)
     if not why:
@@ -315,6 +317,9 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
             before()
         report.counters = submission_counters(path, report.bench_rows, report.bench_cols, device=device,
                                               on_start=on_start)
+        if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
+            report.counters.instructions, report.counters.instructions_unavailable = source_instructions(
+                path, report.bench_rows, report.bench_cols, report.compile.arch, device=device, on_start=on_start)
     report.counters.why = "" if why == "asked" else why
     report.hints = rank_hints(report)
 

@@ -37,7 +37,7 @@ LAYERS = [
     ["grader.build.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.build.nvrtc", "grader.options"],
-    ["grader.build.kernel_cache"],
+    ["grader.build.kernel_cache", "grader.feedback.source_counters"],
     # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
     ["grader.gpu.device", "grader.gpu.kernels", "grader.gpu.capture", "grader.timing.page_kernels"],
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],

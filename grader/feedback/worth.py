@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader import exercise
-from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters
+from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
 from grader.model import ReportModel
 
 ETA = 0.9
@@ -253,14 +253,56 @@ def _ref_name(m: Measured) -> str:
     return "the page's answer" if m.ref.label == PAGE_ANSWER else "the model answer"
 
 
-def scattered_hint(m: Measured, cols: int | None) -> Hint | None:
+def scattered_instructions(instructions: list[InstructionCounters]) -> list[InstructionCounters]:
+    """The loads of x and stores to out (or of a buffer not known) among `instructions` (Nsight Compute's
+    source-level counters, grader.feedback.source_counters) whose L2 sectors are over SCATTER_X x the ideal for
+    their own width. A bias load is left out: bias is one row every row reads, served by the L1."""
+    return [i for i in instructions if i.op in ("ld", "st") and i.buffer != "bias" and i.sectors and i.ideal
+            and i.sectors > SCATTER_X * i.ideal]
+
+
+def _named(i: InstructionCounters) -> str:
+    """'line 14, the store to out (STG.E, 4 bytes): each warp's stores touch 32.0 sectors where 4 would do'."""
+    what = f"the {'store to' if i.op == 'st' else 'load from'} {i.buffer or 'memory'}"
+    where = f"line {i.line}, {what}" if i.line else what.capitalize()
+    op = i.sass.split(" ", 1)[0] if i.sass else ""
+    return (f"{where} ({op + ', ' if op else ''}{i.nbytes} bytes per thread): each warp's "
+            f"{'stores' if i.op == 'st' else 'loads'} touch {i.per_request(i.sectors) or 0:.1f} sectors where "
+            f"{i.per_request(i.ideal) or 0:.0f} would do")
+
+
+def access_suspect(c: Counters | None) -> bool:
+    """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
+    the source-level pass is worth its time (grader.grade.add_counters), to name the instruction and its line."""
+    k = c.get(YOURS) if c is not None and not c.unavailable else None
+    if k is None:
+        return False
+    ld, st = k.per_elem(k.ld_sectors), k.per_elem(k.st_sectors)
+    return (ld is not None and ld > SCATTER_X * LD_NEED) or (st is not None and st > SCATTER_X * ST_NEED)
+
+
+def scattered_hint(m: Measured, cols: int | None, instructions: list[InstructionCounters] | None = None
+                   ) -> Hint | None:
     """The scattered-access hint when loads or stores touch over SCATTER_X x the sectors per element a
     coalesced kernel's do (LD_NEED, ST_NEED) and the L2 carries over SCATTER_X x the reference's bytes per element
     (sectors the L1 serves, such as a bias row read 16 bytes apart across a warp, cost no DRAM or L2 traffic:
     issue 29's 16-block grid), with each side's sectors per request against a coalesced access as wide
-    (grader.feedback.counters.ideal_sectors); None otherwise."""
+    (grader.feedback.counters.ideal_sectors); None otherwise. With the source-level counters (`instructions`) each
+    instruction is judged against its own width instead, and the hint names the line and the buffer of each
+    scattered one (scattered_instructions); none scattered, no hint."""
     from grader.feedback.counters import ideal_sectors
 
+    if instructions:
+        bad = scattered_instructions(instructions)
+        if not bad:
+            return None
+        text = ("scattered accesses (from the counters, per instruction): " + "; ".join(_named(i) for i in bad[:3])
+                + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ". Consecutive threads of a warp access "
+                "addresses 32 bytes or more apart, so each 32-byte sector brings one useful float. Map threadIdx.x to "
+                "the column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so "
+                "that a warp reads and writes one contiguous piece of a row.")
+        return _estimate(Hint(text=text, kind="scattered", lines=sorted({i.line for i in bad if i.line})), m.times,
+                         m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
     k = m.yours
     width = k.bytes_per_thread_access
     l2, l2_ref = k.per_elem(k.l2_bytes), m.ref.per_elem(m.ref.l2_bytes)
@@ -376,7 +418,7 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     out = [_costed(h, times, m, width_copy) for h in code]
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
-        made = [scattered_hint(m, cols)]
+        made = [scattered_hint(m, cols, counters.instructions)]
         if not any(h.kind in ("grid", "blocks") for h in static):  # the same cause, named by the launch
             made.append(occupancy_hint(m))
         if not any(h.kind == "division" for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
