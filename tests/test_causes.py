@@ -198,3 +198,43 @@ def test_two_causes_within_the_noise_are_said_to_be_two():
     apart = rank([Hint(text="b", kind="blocks", facts={"warps_now": 32.0, "warps_fixed": 64.0}), atomic], times)
     assert not apart[0].tie and apart[0].kind == "atomic"
     assert rank(rank([atomic, grid], times), times)[0].tie == ranked[0].tie  # ranking again marks it once
+
+
+# --- with counters: the H200's recordings (benchmarks/hint_check.py, benchmarks/ncu_record.py) ---------------------
+NCU = ROOT / "tests" / "data" / "ncu"
+CAUSE_GRADINGS = NCU / "h200_cause_gradings.json"
+RECORDED = [p.stem for p in FILES if (NCU / f"h200_{p.stem}.csv").exists() and expected(p)[0] != "mistake"]
+NOT_RECORDED = ("no H200 recording of the cause set yet: run `python benchmarks/hint_check.py` and "
+                "`python benchmarks/ncu_record.py` there, commit hint_check_gradings.json as "
+                "tests/data/ncu/h200_cause_gradings.json and the h200_*.csv files in tests/data/ncu/")
+
+
+@needs_tool
+@pytest.mark.skipif(not CAUSE_GRADINGS.exists() or not RECORDED, reason=NOT_RECORDED)
+@pytest.mark.parametrize("stem", RECORDED or ["-"])
+def test_the_first_hint_with_recorded_counters_is_the_expected_one(stem):
+    from grader.feedback.counters import counters_of, parse_csv
+    from grader.grade import rank_hints
+
+    graded_there = json.loads(CAUSE_GRADINGS.read_text())
+    if stem not in graded_there:
+        pytest.skip(f"{stem} is not in {CAUSE_GRADINGS.name}: {NOT_RECORDED}")
+    sub, c = compiled(stem)
+    report = GradeReport(file=sub.name, compile=CompileSummary(arch="sm_90"), contract=sub.contract,
+                         **graded_there[stem])
+    report.hints = hints_for(c, report)
+    assert (report.hints[0].kind if report.hints else "none") == expected(CAUSES / f"{stem}.cu")[0]
+    source = NCU / f"h200_source_{stem}.csv"
+    report.counters = counters_of("ncu", parse_csv((NCU / f"h200_{stem}.csv").read_text()))
+    if source.exists():
+        from grader.feedback.source_counters import join, parse_source
+        from grader.feedback.launch_facts import param_roles
+
+        info = c.kernels[exercise.KERNEL_NAME]
+        facts = sass.sass_facts(c.cubin, info.mangled)
+        report.counters.instructions = join(parse_source(source.read_text())[0],
+                                            {a.offset: a.line for a in facts.accesses},
+                                            param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params))),
+                                            "sm_90")
+    hints = rank_hints(report)
+    assert (hints[0].kind if hints else "none") == expected(CAUSES / f"{stem}.cu")[1], [str(h) for h in hints]

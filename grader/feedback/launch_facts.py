@@ -185,10 +185,9 @@ def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kerne
 
 
 def _prologue(facts: SassFacts) -> int:
-    """Instructions a warp with no element executes: the kernel's up to its first EXIT (an estimate: the
-    function's first size, which holds the whole kernel when it has one EXIT)."""
-    sizes = dict(facts.function_sizes)
-    return min(24, sizes.get(facts.functions[0], 24)) if facts.functions else 24
+    """Instructions a warp with no element executes: the kernel's up to its first EXIT (its bounds check; an
+    upper bound where the first EXIT is past a branch the idle warps take)."""
+    return facts.first_exit or dict(facts.function_sizes).get(facts.functions[0], 0) if facts.functions else 0
 
 
 def _resident(spec: LaunchSpec, arch: str, regs: int | None) -> tuple[int | None, int | None]:

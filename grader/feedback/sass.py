@@ -149,7 +149,8 @@ class SassFacts:
     function_sizes: instructions of each function read, up to its last EXIT or RET (the padding after it not
     counted). instructions: all instructions read, NOPs not counted. arch: the listing's target ('sm_90').
     accesses: each global memory instruction and fence, with its width, source line and the parameters its
-    address comes from (grader.feedback.sass_access), in program order, the kernel's first.
+    address comes from (grader.feedback.sass_access), in program order, the kernel's first. first_exit: the
+    kernel's instructions up to and with its first EXIT (NOPs not counted): what a warp with nothing to do runs.
     """
 
     tool: str
@@ -170,6 +171,7 @@ class SassFacts:
     function_sizes: tuple[tuple[str, int], ...] = ()
     arch: str | None = None
     accesses: tuple[Access, ...] = ()
+    first_exit: int | None = None
 
     @property
     def only_4_byte_loads(self) -> bool:
@@ -538,6 +540,8 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
         function_sizes=tuple(tally.sizes),
         arch=listing.arch,
         accesses=tuple(found),
+        first_exit=next((n + 1 for n, i in enumerate(j for j in listing.functions[mangled] if j.root != "NOP")
+                         if i.root == "EXIT"), None),
     )
 
 
