@@ -75,9 +75,10 @@ def grade(path: str, counters: bool) -> tuple[dict, str, float]:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         report = {"verdict": "?", "reason": done.stderr[-500:], "hints": []}
-    text = subprocess.run([sys.executable, "-c", "import json, sys; from grader.output.report import GradeReport, "
-                           "render_text; print(render_text(GradeReport.model_validate(json.load(sys.stdin))))"],
-                          input=done.stdout, capture_output=True, text=True, cwd=ROOT).stdout if report.get("file") else ""
+    render = ("import json, sys; from grader.output.report import GradeReport, render_text; "
+              "print(render_text(GradeReport.model_validate(json.load(sys.stdin))))")
+    text = subprocess.run([sys.executable, "-c", render], input=done.stdout, capture_output=True, text=True,
+                          cwd=ROOT).stdout if report.get("file") else ""
     return report, text, seconds
 
 
@@ -144,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             right[counters][1] += 1
             row += [want, kind, worth, "OK" if kind == want else "BAD"]
             if not counters:
-                row.insert(1, f"{report['fraction']:.3f}" if report.get("fraction") is not None else report.get("verdict"))
+                fraction = report.get("fraction")
+                row.insert(1, f"{fraction:.3f}" if fraction is not None else report.get("verdict"))
                 gradings[Path(path).stem] = {k: report[k] for k in KEEP if k in report}
             stem = Path(path).stem + ("_counters" if counters else "")
             files[f"{stem}.json"], files[f"{stem}.txt"] = json.dumps(report, indent=1), text

@@ -21,9 +21,9 @@ ETA of its peak, so work it must do takes (share x t) / ETA. The estimate of a f
 
 Without counters: the division is worth at most the issue time of its instructions, were the SMs doing nothing
 else (grader.feedback.launch_facts.division_facts), and never more than the kernel's time above the copy of its
-width (t_one with 4-byte loads, else t_floor, written t_w); a kernel whose time, less what the static launch facts below explain,
-is over UNEXPLAINED_X x that copy's time gets the "unexplained" hint, worth up to what is left, saying the
-counters would say what it is.
+width (t_one with 4-byte loads, else t_floor, written t_w); a kernel whose time, less what the static launch
+facts below explain, is over UNEXPLAINED_X x that copy's time (t_one for accesses under 16 bytes) gets the
+"unexplained" hint, worth up to what is left, saying the counters would say what it is.
 
 Static launch facts (grader.feedback.launch_facts, issue 29), each from its own model of the unit it relieves,
 never under t_w:
@@ -36,8 +36,8 @@ never under t_w:
         for the copy floor: the saving is what the L2-bound time t_floor x (bytes / L2_COPY_BYTES) x L2_COPY_SHARE
         / ETA exceeds the rest of the kernel's time, with 4 (k - 1) bytes more per element;
   atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
-Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie). Estimates are the grading's fraction of the floor
-before and after (t_floor / t). Checked against the H200's measurements of tests/data/hints (issue 23):
+Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
+Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's measurements of tests/data/hints (issue 23):
 the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
 """
 
@@ -393,9 +393,9 @@ def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str,
     text = (f"something beyond the load width costs time: the kernel takes {times.kernel / width_copy:.2f} x the "
             f"time of {which}, the fastest a kernel with its access width runs here"
             + (f" ({left / width_copy:.2f} x once the causes above are fixed)" if explained > 0 else "")
-            + ". The usual causes are scattered accesses (consecutive threads not on consecutive addresses: map threadIdx.x to the column) "
-            "and extra work per element (double math, costly math functions, divisions); Nsight Compute's "
-            "counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
+            + ". The usual causes are scattered accesses (consecutive threads not on consecutive addresses: map "
+            "threadIdx.x to the column) and extra work per element (double math, costly math functions, divisions); "
+            "Nsight Compute's counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
     return _estimate(Hint(text=text, kind="unexplained"), times, times.kernel - (left - width_copy), COPIES,
                      bound=True)
 
