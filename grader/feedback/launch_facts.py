@@ -256,8 +256,8 @@ def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kern
     if fences:
         out.append(Hint(kind="fence", lines=_lines(fences), facts=model | {"fences": float(len(fences))}, text=(
             f"a memory fence in the per-element path ({FROM}): {_where(fences, f'{len(fences)} MEMBAR')} for every "
-            f"{f'{vec} elements' if vec > 1 else 'element'} a thread stores: __threadfence() makes each warp wait until "
-            "its earlier stores have reached the GPU's point of coherence, a round trip to the L2 per element, and "
+            f"{f'{vec} elements' if vec > 1 else 'element'} a thread stores: __threadfence() makes each warp wait "
+            "until its earlier stores have reached the GPU's point of coherence, a round trip to the L2 per element, and "
             "empties the L1 (CCTL.IVALL after it). No thread of an elementwise kernel reads what another wrote: "
             "take the fence out.")))
     atomics = [a for a in accesses if a.op in ("atom", "red")]

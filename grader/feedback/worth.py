@@ -37,8 +37,8 @@ never under t_w:
         / ETA exceeds the rest of the kernel's time, with 4 (k - 1) bytes more per element;
   atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
 Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
-Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's measurements of tests/data/hints (issue 23):
-the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
+Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's
+measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
 """
 
 from __future__ import annotations
