@@ -92,8 +92,12 @@ VERSION_TIMEOUT_S = 30.0
 """Longest `ncu --version` may take."""
 MAX_LOG_BYTES = 16 * 2**20
 """A larger ncu report is not read (two launches' raw page is about 20 KB; the self-check's about 0.5 MB)."""
-LIMIT_S = TIMEOUT_S + VERSION_TIMEOUT_S + 30.0
-"""What one grading's counters may take in all: a batch gives its counters stage this long."""
+SOURCE_TIMEOUT_S = 90.0
+"""Longest the source-level pass may profile (grader.feedback.source_counters: one launch, patched, replayed); its two
+reads of the report file get VERSION_TIMEOUT_S each."""
+LIMIT_S = TIMEOUT_S + VERSION_TIMEOUT_S + SOURCE_TIMEOUT_S + 2 * VERSION_TIMEOUT_S + 30.0
+"""What one grading's counters may take in all (the raw pass and, for scattered-looking accesses, the source-level
+pass): a batch gives its counters stage this long."""
 SEARCH = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
           "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 """Where `ncu` is looked for after PATH, CUDA_HOME and CUDA_PATH."""

@@ -47,8 +47,6 @@ SOURCE_COLUMNS = {"address": "Address", "source": "Source", "executed": "Instruc
 RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description")
 """The details page's columns of a guided-analysis rule's result (not confirmed on ncu 2025.3.1)."""
 SECTIONS = ("SourceCounters", "LaunchStats", "Occupancy")
-TIMEOUT_S = 180.0
-"""Longest the source-level pass may take (the child's start-up and compile, and the patched replays)."""
 
 _SASS = re.compile(r"^\s*(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*(.*?)\s*;?\s*$")
 
@@ -133,7 +131,7 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
     return out
 
 
-def run_source(child: list[str], timeout_s: float = TIMEOUT_S, ncu_path: str | None = None, on_start=None
+def run_source(child: list[str], timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None, on_start=None
                ) -> tuple[str, str]:
     """Profile the first biasGeluFused launch of `child` (an argv, grader.feedback.counters.profiled_child) with
     SECTIONS and return (the source page's CSV, the details page's CSV) (module docstring). Raises
