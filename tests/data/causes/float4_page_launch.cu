@@ -1,5 +1,5 @@
 // Expected first hint: idle (3 of every 4 threads exit at once: the body moves 4 floats per thread, the page's launch gives one thread per element).
-// The exercise's most common near miss (issue 29: silver, 0.76 of the copy floor on the H200): gold_float4's body
+// The exercise's most common near miss (issue 29: silver, 76% of the fastest copy's bandwidth on the H200): gold_float4's body
 // without its elems_per_thread = 4 declaration, so the page's launch (ceil(cols / 256) blocks per row) starts
 // four times the threads the body needs and blocks 4 to 15 of every row exit at once.
 

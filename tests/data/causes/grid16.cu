@@ -1,5 +1,5 @@
 // Expected first hint: grid (16 blocks of 256 threads: 128 warps for the whole card, an H200 holds 8,448).
-// A grid-stride float4 kernel launched with 16 blocks (issue 29: 0.048 of the copy floor on the H200). Its x loads
+// A grid-stride float4 kernel launched with 16 blocks (issue 29: 4.8% of the fastest copy's bandwidth on the H200). Its x loads
 // and out stores are coalesced 16-byte accesses; the bias is read as four scalar loads per thread, 16 bytes apart
 // across a warp (16 sectors per request, served by L1): not what sets its time.
 //
