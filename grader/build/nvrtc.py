@@ -88,7 +88,7 @@ class Compiled:
 def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str, lineinfo: bool = False) -> Compiled:
     """Compile `text` with NVRTC to a cubin for `arch` (e.g. 'sm_90'); `name` is the file name diagnostics use.
     `lineinfo`: the cubin also carries the source line of each instruction (NVRTC's -lineinfo; it changes no
-    instruction, tests/test_sass_access.py): the hints name the student's lines with it (grader.feedback.sass_access).
+    instruction, tests/test_causes.py): the hints name the student's lines with it (grader.feedback.sass_access).
 
     Each name in `kernels` is found whether it is declared `extern "C"` or as a C++ function (NVRTC name
     expressions). Raises SubmissionError(stage "compile") with `file:line: message` lines for a compile error,

@@ -8,7 +8,7 @@ only needs to have `opcode`, `operands`, `line`, `offset` and `root`):
 
 - the line: nvdisasm `-g` prints `//## File "NAME", line N` before the instructions of each line when the cubin
   carries line information (NVRTC's `-lineinfo`, which the grader compiles with: it changes no instruction,
-  checked on every kernel of tests/data/hints and tests/data/causes, tests/test_sass_access.py). The prelude
+  checked on every kernel of tests/data/hints and tests/data/causes, tests/test_causes.py). The prelude
   the grader puts before the file (grader.source.prelude) is a file of its own, and its lines are not the
   student's: they read as None.
 - the buffer: a backward slice over the registers that form the address (`[R2.64+0x4]`), through the
