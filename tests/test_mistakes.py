@@ -153,3 +153,16 @@ def test_verify_names_the_mistake_at_the_end_of_its_message():
     v = verify(gpu, kernel, spec, sub.contract, *exercise.VERIFY_SHAPE, np.random.default_rng(1))
     assert not v.passed and v.mistake is not None and v.mistake.name == "tanh"
     assert v.message.startswith("wrong output at 101 x 97") and "; your output matches GELU_tanh(x + bias)" in v.message
+
+
+def test_a_fill_word_that_reads_as_a_number_is_still_unwritten(inputs):
+    x, bias = inputs  # the poison need not be a NaN: compared by its bits, never as a value
+    word = 0x7F7FFFFF  # the largest float32, a number
+    got = bias_gelu(x, bias).astype(np.float32)
+    got.view(np.uint32)[:, 90:] = word
+    found = match(x, bias, got, word)
+    assert found.name == "unwritten" and found.text.startswith("the last 7 of 97 columns of every row")
+    got = gelu_tanh(x.astype(np.float64) + bias).astype(np.float32)
+    got.view(np.uint32)[100] = word
+    found = match(x, bias, got, word)
+    assert found.text.startswith("1 of 101 rows were never written (row 100)") and "GELU_tanh" in found.text

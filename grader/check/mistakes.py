@@ -163,16 +163,17 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
     b = bias.astype(np.float64)
     r_idx = np.broadcast_to(sel[:, None], xs.shape)
     inputs = Inputs(xs, b, r_idx, r_idx * cols + np.arange(cols)[None, :], rows)
+    left = _left(got[sel], fill)  # still the fill word: never written, whatever number it reads as
     with np.errstate(all="ignore"):
         ref = gelu_erf(inputs.v)
-        usable = np.isfinite(gs) & np.isfinite(ref) & ~np.isnan(xs) & ~np.isnan(b)[None, :]
+        usable = np.isfinite(gs) & ~left & np.isfinite(ref) & ~np.isnan(xs) & ~np.isnan(b)[None, :]
         best, best_ok = None, None
         for name, (formula, fix, fn) in MISTAKES.items():
             cand, ok = fn(inputs)
             found = _score(name, formula, fix, gs, ref, cand, usable & ok & np.isfinite(cand))
             if found is not None and (best is None or (found.share, -found.max_diff) > (best.share, -best.max_diff)):
                 best, best_ok = found, ok
-    if best is not None and not (np.isnan(gs) & best_ok).any():
+    if best is not None and not ((np.isnan(gs) | left) & best_ok).any():
         return best  # NaN only where the mistake reads past the end of bias (the guard's NaN pattern)
     if unwritten is not None:
         if best is not None:
@@ -200,8 +201,7 @@ def _unwritten(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | Non
     """Rows, the last columns of every row, or a flat tail never written (still `fill`, or NaN when fill is
     None) where the inputs are not NaN; None when those elements form none of these (or there are none)."""
     rows, cols = x.shape
-    left = np.isnan(got) if fill is None else np.ascontiguousarray(got, dtype=np.float32).view(np.uint32) == fill
-    nan = left & ~np.isnan(x) & ~np.isnan(bias)[None, :]
+    nan = _left(got, fill) & ~np.isnan(x) & ~np.isnan(bias)[None, :]
     if not nan.any():
         return None
     n_nan = int(nan.sum())
@@ -224,6 +224,13 @@ def _unwritten(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | Non
         return None
     return Mistake(name="unwritten", formula="NaN (the fill before the launch)", compared=n_nan,
                    text=f"{what}: they still hold the NaN the output was filled with before the launch; {fix}")
+
+
+def _left(got: np.ndarray, fill: int | None) -> np.ndarray:
+    """Where `got` still holds the 32-bit word `fill` (any NaN when fill is None)."""
+    if fill is None:
+        return np.isnan(got)
+    return np.ascontiguousarray(got, dtype=np.float32).view(np.uint32) == np.uint32(fill)
 
 
 def _span(idx: np.ndarray, word: str) -> str:
