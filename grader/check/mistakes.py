@@ -19,9 +19,9 @@ tried; v = x + bias[col] unless said):
 
 Where a mistake reads bias past its end (bias_row with more rows than columns, bias_mod_rows, bias_flat) those
 elements are not compared: the kernel read memory the grader does not know (the guard region, whose pattern is
-a NaN). Then the unwritten patterns, from the NaN the output is filled with before the launch
-(grader.check.verify.NAN_WORD): whole rows, the last columns of every row, or a tail of the flat output that
-hold NaN where the reference is finite, with the rest compared against the reference and the mistakes above.
+a NaN). Then the unwritten patterns, from the word the output is filled with before the launch (`fill`,
+grader.check.verify's; compared by its bits, never as a value): whole rows, the last columns of every row, or a
+tail of the flat output that still hold it, with the rest compared against the reference and the mistakes above.
 
 A mistake matches when, over the elements that can be compared (got, the reference and the mistake finite, the
 inputs not NaN, the mistake's bias index inside bias), at least MATCH_SHARE of them are within the exercise's
@@ -222,8 +222,8 @@ def _unwritten(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | Non
               "a scalar path for the elements left after the last full vector"
     else:
         return None
-    return Mistake(name="unwritten", formula="NaN (the fill before the launch)", compared=n_nan,
-                   text=f"{what}: they still hold the NaN the output was filled with before the launch; {fix}")
+    return Mistake(name="unwritten", formula="the fill before the launch", compared=n_nan,
+                   text=f"{what}: they still hold what the output was filled with before the launch; {fix}")
 
 
 def _left(got: np.ndarray, fill: int | None) -> np.ndarray:
