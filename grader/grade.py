@@ -24,6 +24,7 @@ from grader.gpu.device import Gpu, GpuInfo, open_gpu
 from grader.timing.chain import chain_table
 from grader.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.feedback.hints import code_hints
+from grader.feedback.launch_facts import division_facts, launch_hints
 from grader.launch import LaunchSpec
 from grader.timing.measure import Measurement, measure
 from grader.output.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
@@ -122,7 +123,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     check_arch(out.target, gpu.info.name if gpu else None)
     try:
         stage(Stage.COMPILE)
-        out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target)
+        out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target,
+                                       lineinfo=True)
         info = out.compiled.kernels[exercise.KERNEL_NAME]
         out.sass = Reading(out.compiled.cubin, info.mangled)  # the disassembler runs while the GPU works
         widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
@@ -222,7 +224,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.clocks = m.clocks
         report.chain, report.chain_note = out.chain, out.chain_note
     if out.compiled is not None:
-        report.hints, report.flags = _hints(out.compiled, m, report, out.sass), _flags(sub.contract, m)
+        report.hints, report.flags = hints_for(out.compiled, report, out.sass), _flags(sub.contract, m)
     return report
 
 
@@ -239,16 +241,38 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
     return summary
 
 
-def _hints(compiled: Compiled, m: Measurement | None, report: GradeReport, reading: Reading | None) -> list[Hint]:
-    """Hints from the machine code (`reading`, the disassembly started after compiling), or the PTX without a
-    disassembler (grader.feedback.hints), with the measured copies for the 4-byte-load hint; ranked by what fixing each
-    is worth (rank_hints)."""
-    found = code_hints(compiled.ptx, compiled.kernels[exercise.KERNEL_NAME].mangled,
-                       scalar_copy_gbs=m.table.row(FLOOR_SCALAR).gbs if m else None,
-                       floor_gbs=m.table.floor_gbs if m else None, floor_name=m.table.floor_version if m else None,
+def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None = None) -> list[Hint]:
+    """`report`'s hints for the kernel in `compiled`: from the machine code (`reading`, the disassembly started
+    after compiling; None: read here), or the PTX without a disassembler (grader.feedback.hints), with the report's
+    measured copies for the 4-byte-load hint, and the static launch facts at the report's benchmark shape, on its
+    GPU (grader.feedback.launch_facts); ranked by what fixing each is worth (rank_hints). A wrong output gets the
+    known mistake it matches and the hints about correctness alone (WRONG_OUTPUT_KINDS): no speed hint."""
+    info = compiled.kernels[exercise.KERNEL_NAME]
+    reading = reading or (Reading(compiled.cubin, info.mangled) if compiled.cubin else None)
+    one = next((r for r in report.table if r.version == FLOOR_SCALAR), None)
+    found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
+                       floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading)
-    report.hints = [Hint(text=str(h), kind=h.kind) for h in found]
+    facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
+    shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
+    sms = report.gpu.multiprocessors if report.gpu else None
+    division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,
+                              shape=shape)
+    report.hints = [Hint(text=str(h), kind=h.kind, facts=division if h.kind == "division" else {}) for h in found]
+    wrong = [v.mistake for v in report.verification if not v.passed and v.mistake is not None]
+    if report.verdict == "fail" and report.stage == Stage.VERIFY:
+        report.hints = [Hint(text=w.text, kind="mistake") for w in wrong[-1:]] + \
+            [h for h in report.hints if h.kind in WRONG_OUTPUT_KINDS]
+    else:
+        try:
+            report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape)
+        except Exception:  # noqa: BLE001 - advice only: a fact that cannot be read is left out, never the grading
+            pass
     return rank_hints(report)
+
+
+WRONG_OUTPUT_KINDS = ("tanh",)
+"""Hints kept for a kernel whose output is wrong: those about what it computes, not how fast (issue 29)."""
 
 
 SLOW_HINT = ("correct but slow: look at your bias index first, then at the width of your loads and stores "
@@ -285,6 +309,8 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     given, is called just before ncu starts (a batch worker sends the verdict first); on_start as for
     grader.feedback.counters.run_ncu. Never raises for the counters' own failures (they say why in one line)."""
     from grader.feedback.counters import Counters, counters_wanted, submission_counters, verdict_allows
+    from grader.feedback.source_counters import source_instructions
+    from grader.feedback.worth import access_suspect
 
     why = counters_wanted(report, asked, when_slow)
     if not why:
@@ -297,6 +323,9 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
             before()
         report.counters = submission_counters(path, report.bench_rows, report.bench_cols, device=device,
                                               on_start=on_start)
+        if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
+            report.counters.instructions, report.counters.instructions_unavailable = source_instructions(
+                path, report.bench_rows, report.bench_cols, report.compile.arch, device=device, on_start=on_start)
     report.counters.why = "" if why == "asked" else why
     report.hints = rank_hints(report)
 

@@ -29,14 +29,15 @@ LAYERS = [
     # pure data and numerics: launches as data, the student's claims, float64 references
     # (finding and running a disassembler, below the machine code's facts)
     ["grader.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
-     "grader.feedback.sass_disassembler", "grader.gpu.clocks", "grader.output.gradescope_export"],
-    ["grader.feedback.sass"],
+     "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
+     "grader.output.gradescope_export"],
+    ["grader.feedback.sass", "grader.check.mistakes"],
     # reading a submission
     ["grader.source.contract", "grader.build.sandbox", "grader.build.toolkit", "grader.feedback.worth"],
-    ["grader.build.predefined"],
+    ["grader.build.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.build.nvrtc", "grader.options"],
-    ["grader.build.kernel_cache"],
+    ["grader.build.kernel_cache", "grader.feedback.source_counters"],
     # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
     ["grader.gpu.device", "grader.gpu.kernels", "grader.gpu.capture", "grader.timing.page_kernels"],
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],

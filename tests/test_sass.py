@@ -434,12 +434,12 @@ def test_the_tool_runs_on_a_private_copy_with_a_clean_environment(tmp_path, monk
     monkeypatch.setenv("GRADER_SECRET_FOR_TEST", "do-not-pass")
     monkeypatch.setattr(sass_disassembler.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    script = 'env; echo "ARGS $*"; ls -ld "$(dirname "$2")" "$2" | cut -c1-10; pwd; cat "$2"'
+    script = 'env; echo "ARGS $*"; ls -ld "$(dirname "$3")" "$3" | cut -c1-10; pwd; cat "$3"'
     tool = Disassembler("nvdisasm", str(fake_tool(tmp_path / "bin", "nvdisasm", script)))
     out = sass.disassemble(b"CUBIN-BYTES", tool)
     assert "GRADER_SECRET_FOR_TEST" not in out and "HOME=" not in out and "LC_ALL=C" in out
     args = next(line for line in out.splitlines() if line.startswith("ARGS "))
-    assert args.startswith("ARGS -ndf ") and args.endswith("/kernel.cubin")
+    assert args.startswith("ARGS -ndf -g ") and args.endswith("/kernel.cubin")  # -g: the source lines
     assert "drwx------" in out and "-rw-------" in out and "CUBIN-BYTES" in out
     assert list((tmp_path / "tmp").iterdir()) == []  # the private folder is gone
     assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == ["/x/cuobjdump", "-sass", "-res-usage",

@@ -15,8 +15,10 @@ from grader import exercise
 from grader.build.nvrtc import compile_kernels
 from grader.feedback.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
                                       counters_wanted, parse_csv)
-from grader.grade import add_counters, rank_hints
-from grader.feedback.hints import code_hints
+from grader.grade import add_counters, hints_for, rank_hints
+from grader.gpu.clocks import Clocks
+from grader.gpu.device import GpuInfo
+from grader.source.read import read_submission
 from grader.output.report import CompileSummary, GradeReport, render_text
 from grader.timing.timer import FLOOR_SCALAR
 from grader.feedback.worth import Hint, Times, rank
@@ -35,19 +37,26 @@ def recorded(name: str) -> Counters:
     return counters_of("ncu 2025.3.1.0", parse_csv((NCU / f"h200_{name}.csv").read_text()))
 
 
-def graded(name: str, with_counters: bool = True) -> GradeReport:
-    """The H200's grading of the hint kernel `name` (its times), with the hints grader.feedback.hints finds in it now,
-    ranked with (or without) its recorded counters."""
-    g = {k: v for k, v in GRADINGS[name].items() if k not in ("hints", "gpu", "versions")}
-    report = GradeReport(file=name, compile=CompileSummary(arch="sm_90"), **g)
-    c = compile_kernels((ROOT / FILES[name]).read_text(), f"{name}.cu", (exercise.KERNEL_NAME,), "sm_90")
-    one_float = next(r for r in report.table if r.version == FLOOR_SCALAR)
-    found = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled, scalar_copy_gbs=one_float.gbs,
-                       floor_gbs=report.floor_gbs, floor_name=report.floor_version, cubin=c.cubin, arch="sm_90")
-    report.hints = [Hint(text=str(h), kind=h.kind) for h in found]
+H200 = GpuInfo(name="NVIDIA H200", compute_capability="9.0", arch="sm_90", multiprocessors=132,
+               threads_per_multiprocessor=2048, l2_bytes=60 * 2**20, total_bytes=141 * 2**30, free_bytes=140 * 2**30,
+               driver_cuda="13.0")
+"""The H200's facts (docs/h200.md): what the gradings' trimmed `gpu` left out."""
+
+
+def graded(name: str, with_counters: bool = True, files: dict[str, str] = FILES,
+           gradings: dict = GRADINGS) -> GradeReport:
+    """The H200's grading of the hint kernel `name` (its times, its GPU, its clocks at 1980 MHz), with the hints
+    the grader finds in it now (grader.grade.hints_for: machine code, launch facts), ranked with (or without) its
+    recorded counters."""
+    g = {k: v for k, v in gradings[name].items() if k not in ("hints", "gpu", "versions")}
+    sub = read_submission(ROOT / files[name])
+    report = GradeReport(file=name, compile=CompileSummary(arch="sm_90"), contract=sub.contract, gpu=H200,
+                         clocks=Clocks(known=True, sm_mhz=1980), **g)
+    c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90", lineinfo=True)
+    report.hints = hints_for(c, report)
     if with_counters:
         report.counters = recorded(name)
-    report.hints = rank_hints(report)
+        report.hints = rank_hints(report)
     return report
 
 
@@ -95,7 +104,7 @@ def test_the_findings_say_each_measured_fact_in_one_sentence_with_its_number():
     ("normcdf_scalar", ["width", "work"], "every global load in biasGeluFused is 4 bytes wide"),
     ("scalar", ["width"], "every global load in biasGeluFused is 4 bytes wide"),
     ("mod_cols", ["width", "division"], "every global load in biasGeluFused is 4 bytes wide"),
-    ("stride_float4", ["occupancy", "division"], "the SMs held 36% of the warps they can run"),
+    ("stride_float4", ["grid", "division"], "396 blocks of 256 threads for 132 SMs, so at most 3,168 warps"),
     ("gold_float4", [], ""),
 ])
 def test_the_first_hint_names_the_cause_the_h200_measured(name, kinds, words):

@@ -85,8 +85,10 @@ class Compiled:
     warnings_dropped: int = 0
 
 
-def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
+def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str, lineinfo: bool = False) -> Compiled:
     """Compile `text` with NVRTC to a cubin for `arch` (e.g. 'sm_90'); `name` is the file name diagnostics use.
+    `lineinfo`: the cubin also carries the source line of each instruction (NVRTC's -lineinfo; it changes no
+    instruction, tests/test_causes.py): the hints name the student's lines with it (grader.feedback.sass_access).
 
     Each name in `kernels` is found whether it is declared `extern "C"` or as a C++ function (NVRTC name
     expressions). Raises SubmissionError(stage "compile") with `file:line: message` lines for a compile error,
@@ -94,15 +96,16 @@ def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str) -
     when the sandbox is required (grader.build.sandbox.require) but not available.
     NVRTC runs inside grader.build.sandbox.confined: it can read no file but its own builtins library.
     """
-    return sandbox.confined(_compile, text, name, kernels, arch)
+    return sandbox.confined(_compile, text, name, kernels, arch, lineinfo)
 
 
-def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str) -> Compiled:
+def _compile(text: str, name: str, kernels: tuple[str, ...], arch: str, lineinfo: bool = False) -> Compiled:
     from cuda.core import Program, ProgramOptions
 
     if name.startswith("-"):  # NVRTC would read the program's name as an option
         name = "_" + name
-    options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True)
+    options = ProgramOptions(name=name, arch=arch, std="c++17", ptxas_options="-v", no_source_include=True,
+                             lineinfo=lineinfo)
     program = Program(text, "c++", options)
     log = io.StringIO()
     try:

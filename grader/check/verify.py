@@ -22,6 +22,7 @@ from grader.launch import DevicePtr, LaunchSpec, Param, address, bind
 from grader.model import ReportModel
 from grader.check.draws import BIAS_MIX, X_MIX, draw
 from grader.check.reference import bias_gelu, make_inputs
+from grader.check.mistakes import Mistake, match as match_mistake
 
 POISON = np.uint32(exercise.POISON_WORD)
 POISON_VALUE = float(POISON.view(np.float32))
@@ -54,10 +55,12 @@ class Mismatch(ReportModel):
 
 class Verification(ReportModel):
     """Outcome of one correctness check at rows x cols. `max_abs_error` is over the finite outputs whose reference
-    is a number, `max_tolerance_share` the largest error as a share of its element's tolerance; `not_finite` counts NaN and inf outputs where a number was expected; `unwritten` the elements that
-    still hold the poison the output was filled with (never written). `inputs_changed` names the inputs the kernel
-    wrote into, `first_changed` the first changed element of each (a flat index). `fenced` says whether reads
-    outside the inputs were checked at this shape (grader.gpu.device.Fence). `message` is the one-line summary."""
+    is a number, `max_tolerance_share` the largest error as a share of its element's tolerance; `not_finite` counts
+    NaN and inf outputs where a number was expected; `unwritten` the elements that still hold the poison the output
+    was filled with (never written). `inputs_changed` names the inputs the kernel wrote into, `first_changed` the
+    first changed element of each (a flat index). `fenced` says whether reads outside the inputs were checked at
+    this shape (grader.gpu.device.Fence). `message` is the one-line summary; `mistake`, for a wrong output, the
+    known mistake it matches (grader.check.mistakes), also said at the end of the message."""
 
     rows: int
     cols: int
@@ -75,6 +78,7 @@ class Verification(ReportModel):
     fenced: bool = False
     tolerance: str = TOLERANCE_TEXT
     message: str = ""
+    mistake: Mistake | None = None
 
 
 def compare(got: np.ndarray, ref: np.ndarray, inputs: tuple[np.ndarray, np.ndarray] | None = None) -> Verification:
@@ -248,7 +252,11 @@ def _checked_run(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, inputs:
             gpu.sync()
         except SubmissionError as err:
             raise _fault(err, rows, cols, fenced) from None
-        result = compare(arrays["out"].read().reshape(rows, cols), ref, inputs)
+        got = arrays["out"].read().reshape(rows, cols)
+        result = compare(got, ref, inputs)
+        if result.bad:  # which known mistake the output matches (grader.check.mistakes, issue 29)
+            result.mistake = match_mistake(x, bias, got, exercise.POISON_WORD)
+            result.message += f"; {result.mistake.text}" if result.mistake else ""
         result.guard_damage = guard_damage(arrays)
         result.first_changed = {name: i // 4 for name, i in run.first_changes().items()}
         result.inputs_changed = list(result.first_changed)

@@ -92,8 +92,12 @@ VERSION_TIMEOUT_S = 30.0
 """Longest `ncu --version` may take."""
 MAX_LOG_BYTES = 16 * 2**20
 """A larger ncu report is not read (two launches' raw page is about 20 KB; the self-check's about 0.5 MB)."""
-LIMIT_S = TIMEOUT_S + VERSION_TIMEOUT_S + 30.0
-"""What one grading's counters may take in all: a batch gives its counters stage this long."""
+SOURCE_TIMEOUT_S = 90.0
+"""Longest the source-level pass may profile (grader.feedback.source_counters: one launch, patched, replayed); its two
+reads of the report file get VERSION_TIMEOUT_S each."""
+LIMIT_S = TIMEOUT_S + VERSION_TIMEOUT_S + SOURCE_TIMEOUT_S + 2 * VERSION_TIMEOUT_S + 30.0
+"""What one grading's counters may take in all (the raw pass and, for scattered-looking accesses, the source-level
+pass): a batch gives its counters stage this long."""
 SEARCH = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
           "/usr/local/NVIDIA-Nsight-Compute*/ncu")
 """Where `ncu` is looked for after PATH, CUDA_HOME and CUDA_PATH."""
@@ -182,10 +186,34 @@ class KernelCounters(ReportModel):
         return name, self.memory[name]
 
 
+class InstructionCounters(ReportModel):
+    """One global memory instruction of the submission's launch as Nsight Compute's source page counted it
+    (grader.feedback.source_counters): its offset in the kernel, its SASS, the student's `line` and the `buffer` it
+    reads or writes (from the machine code, grader.feedback.sass_access), what it does (`op`: ld, st, atom, red)
+    and bytes per thread (`nbytes`); the warp-level executions, and the L2 sectors its addresses touched, would
+    touch if perfectly coalesced (`ideal`) and touched beyond that (`excessive`); None where ncu gave no value."""
+
+    offset: int
+    sass: str = ""
+    line: int | None = None
+    buffer: str | None = None
+    op: str = ""
+    nbytes: int | None = None
+    executed: float | None = None
+    sectors: float | None = None
+    ideal: float | None = None
+    excessive: float | None = None
+
+    def per_request(self, value: float | None) -> float | None:
+        """`value` (sectors) per warp-level execution."""
+        return None if value is None or not self.executed else value / self.executed
+
+
 class Counters(ReportModel):
     """The counters of a grading: the tool, each profiled launch, the model's bytes per element, findings,
-    `unavailable` (the reason) when nothing could be measured, and `why` they were measured when nobody asked
-    (counters_wanted)."""
+    `unavailable` (the reason) when nothing could be measured, `why` they were measured when nobody asked
+    (counters_wanted), and, where the source-level pass ran, each global memory instruction of the submission
+    (`instructions`, or `instructions_unavailable`: why not)."""
 
     tool: str = ""
     kernels: list[KernelCounters] = []
@@ -193,6 +221,8 @@ class Counters(ReportModel):
     findings: list[str] = []
     unavailable: str = ""
     why: str = ""
+    instructions: list[InstructionCounters] = []
+    instructions_unavailable: str = ""
 
     def get(self, label: str) -> KernelCounters | None:
         """The launch labelled `label` (YOURS, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR), or None."""

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from grader import exercise
 from grader.feedback import sass
+from grader.feedback.launch_facts import MAX_WARPS_PER_SM, REGISTERS_PER_SM, register_limited_warps  # noqa: F401
 from grader.feedback.sass import SassFacts
 
 SCALAR_COPY_SHORT = exercise.GOLD
@@ -90,14 +91,6 @@ GELU_TANH_VALUES = {
 GELU_TANH_RTOL = 1e-5
 """Relative match for GELU_TANH_VALUES: float32 rounding of a constant or of a folded product is below
 1.2e-7 relative; other math functions' nearest constants are more than 1e-3 away."""
-
-REGISTERS_PER_SM = 65536
-"""32-bit registers of one SM, the same from sm_50 to sm_121 (CUDA C++ Programming Guide, compute capabilities)."""
-
-MAX_WARPS_PER_SM = {"sm_50": 64, "sm_52": 64, "sm_53": 64, "sm_60": 64, "sm_61": 64, "sm_62": 64, "sm_70": 64,
-                    "sm_72": 64, "sm_75": 32, "sm_80": 64, "sm_86": 48, "sm_87": 48, "sm_89": 48, "sm_90": 64,
-                    "sm_100": 64, "sm_103": 64, "sm_120": 48, "sm_121": 48}
-"""Resident warps per SM by architecture (same source); an arch not listed gets no register hint."""
 
 REGISTER_HINT_BELOW = 0.5
 """The register hint is given when the registers per thread let an SM hold fewer than this fraction of the
@@ -384,16 +377,6 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
 
 def _ops(ops) -> str:
     return ", ".join(f"{m.count} x {m.opcode}" for m in ops)
-
-
-def register_limited_warps(registers: int, arch: str | None) -> tuple[int, int] | None:
-    """(warps one SM can hold at `registers` per thread, warps it can run at most) for `arch`; None for an
-    arch not in MAX_WARPS_PER_SM. Registers are allocated per warp in units of 256 (8 per thread)."""
-    most = MAX_WARPS_PER_SM.get(arch or "")
-    if most is None or registers <= 0:
-        return None
-    per_warp = -(-registers // 8) * 8 * 32
-    return min(most, REGISTERS_PER_SM // per_warp), most
 
 
 def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,

@@ -56,7 +56,8 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     sub = read_submission(args.file)
     gpu = open_gpu(args.device)
-    compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), gpu.info.arch)
+    compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), gpu.info.arch,
+                               lineinfo=True)
     info = compiled.kernels[exercise.KERNEL_NAME]
     widths = check_params(sub.contract, [(q.ptx_type, q.size) for q in info.params],
                           source_signature(sub.text, exercise.KERNEL_NAME), exercise.KERNEL_NAME)

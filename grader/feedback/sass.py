@@ -46,6 +46,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from grader.feedback.sass_access import PARAM_BASE, Access, accesses
 from grader.feedback.sass_disassembler import Disassembler, DisassemblyError, disassemble, find_disassembler, find_tool
 
 __all__ = ["DIVISION_ROUTINE", "Disassembler", "DisassemblyError", "Instruction", "Listing", "MemoryOp", "Reading",
@@ -65,6 +66,11 @@ _CUOBJ_RES_LINE = re.compile(r"\bREG:(\d+)\s+STACK:(\d+)")
 _NVINFO_ATTR = re.compile(r"//-+\s*nvinfo\s*:\s*(EIATTR_\w+)")
 _NVINFO_INDEX = re.compile(r"\.word\s+index@\(([\w$.]+)\)")
 _NVINFO_WORD = re.compile(r"\.word\s+(0x[0-9a-fA-F]+)\s*$")
+_NVINFO_SHORT = re.compile(r"\.short\s+(0x[0-9a-fA-F]+)\s*$")
+_LINE_INFO = re.compile(r'^\s*//##\s*File\s+"([^"]*)",\s*line\s+(\d+)')
+PRELUDE_FILE = "the grader's prelude"
+"""The file name of the text the grader puts before a submission (grader.source.prelude's `#line`): its lines are
+not the student's."""
 DIVISION_ROUTINE = re.compile(r"(?:\$__internal_\d+_\$)?(__cuda_sm\d+_(?:div|rem)_[us](?:16|32|64))")
 """The name (a full match) of a CUDA integer division routine as nvdisasm names a CALL's target
 (`$__internal_0_$__cuda_sm20_rem_u64`); group 1 is the routine ('__cuda_sm20_rem_u64'). Float ones are
@@ -84,12 +90,15 @@ _NO_DEST = {"STG", "ST", "STL", "STS", "BRA", "CALL", "RET", "EXIT", "BSSY", "BS
 
 @dataclass(frozen=True)
 class Instruction:
-    """One SASS instruction: its opcode with modifiers ('LDG.E.128.CONSTANT'), its operands' text, and its
-    guard predicate ('@P0', '@!P1' or '')."""
+    """One SASS instruction: its opcode with modifiers ('LDG.E.128.CONSTANT'), its operands' text, its
+    guard predicate ('@P0', '@!P1' or ''), the student's source line it came from (nvdisasm -g on a cubin with
+    line information; None otherwise, and for the grader's prelude) and its offset in its function."""
 
     opcode: str
     operands: str
     predicate: str = ""
+    line: int | None = None
+    offset: int | None = None
 
     @property
     def root(self) -> str:
@@ -110,6 +119,7 @@ class Listing:
     registers: dict[str, int]
     stack_frames: dict[str, int]
     arch: str | None = None
+    param_base: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,9 @@ class SassFacts:
     the listing states them.
     function_sizes: instructions of each function read, up to its last EXIT or RET (the padding after it not
     counted). instructions: all instructions read, NOPs not counted. arch: the listing's target ('sm_90').
+    accesses: each global memory instruction and fence, with its width, source line and the parameters its
+    address comes from (grader.feedback.sass_access), in program order, the kernel's first. first_exit: the
+    kernel's instructions up to and with its first EXIT (NOPs not counted): what a warp with nothing to do runs.
     """
 
     tool: str
@@ -157,6 +170,8 @@ class SassFacts:
     stack_frame: int | None = None
     function_sizes: tuple[tuple[str, int], ...] = ()
     arch: str | None = None
+    accesses: tuple[Access, ...] = ()
+    first_exit: int | None = None
 
     @property
     def only_4_byte_loads(self) -> bool:
@@ -182,14 +197,20 @@ class SassFacts:
 
 def parse_nvdisasm(text: str) -> Listing:
     """Functions (by their labels in .text sections, declared `.type NAME,@function`), their CALL targets,
-    and EIATTR_REGCOUNT / EIATTR_FRAME_SIZE from .nv.info."""
+    EIATTR_REGCOUNT / EIATTR_FRAME_SIZE / EIATTR_PARAM_CBANK from .nv.info, and the source line of each
+    instruction where the listing has `//## File "NAME", line N` (nvdisasm -g; PRELUDE_FILE's lines are None)."""
     functions: dict[str, list[Instruction]] = {}
     declared: set[str] = set()
     info = _NvInfo()
     section = ""
     current: str | None = None
     arch = None
+    where: list[int | None] = [None]  # the source line of the instructions that follow
     for line in text.splitlines():
+        src = _LINE_INFO.match(line)
+        if src:
+            where[0] = None if src.group(1).rsplit("/", 1)[-1] == PRELUDE_FILE else int(src.group(2))
+            continue
         if arch is None:
             t = _TARGET.match(line)
             if t:
@@ -197,23 +218,25 @@ def parse_nvdisasm(text: str) -> Listing:
                 continue
         m = _SECTION.match(line)
         if m:
-            section, current = m.group(1), None
+            section, current, where[0] = m.group(1), None, None
             info.attr = info.index = None
         elif section.startswith(".nv.info"):
             info.read(line)
         elif section.startswith(".text"):
-            current = _text_line(line, current, declared, functions)
+            current = _text_line(line, current, declared, functions, where[0])
     return Listing("nvdisasm", {k: tuple(v) for k, v in functions.items()}, _callees(functions), info.registers,
-                   info.frames, arch)
+                   info.frames, arch, info.param_base)
 
 
 class _NvInfo:
-    """EIATTR_REGCOUNT and EIATTR_FRAME_SIZE per function, from nvdisasm's .nv.info sections: the attribute
-    being read (`attr`) and the function it is for (`index`), until its value."""
+    """EIATTR_REGCOUNT, EIATTR_FRAME_SIZE and EIATTR_PARAM_CBANK (where the parameters start in constant bank
+    0) per function, from nvdisasm's .nv.info sections: the attribute being read (`attr`) and the function it is
+    for (`index`), until its value."""
 
     def __init__(self) -> None:
         self.registers: dict[str, int] = {}
         self.frames: dict[str, int] = {}
+        self.param_base: dict[str, int] = {}
         self.attr: str | None = None
         self.index: str | None = None
 
@@ -231,12 +254,22 @@ class _NvInfo:
             if w and self.index:
                 (self.registers if self.attr == "EIATTR_REGCOUNT" else self.frames)[self.index] = int(w.group(1), 16)
                 self.attr = self.index = None
+        elif self.attr == "EIATTR_PARAM_CBANK":
+            i = _NVINFO_INDEX.search(line)
+            if i:
+                self.index = i.group(1).removeprefix(".nv.constant0.")
+                return
+            h = _NVINFO_SHORT.search(line)
+            if h and self.index:
+                self.param_base[self.index] = int(h.group(1), 16)
+                self.attr = self.index = None
 
 
-def _text_line(line: str, current: str | None, declared: set[str], functions: dict[str, list[Instruction]]
-               ) -> str | None:
+def _text_line(line: str, current: str | None, declared: set[str], functions: dict[str, list[Instruction]],
+               source_line: int | None = None) -> str | None:
     """One line of a .text section of nvdisasm's listing: `.type NAME,@function` declares a function, its label
-    starts it, an instruction goes to the function started last. The function being read after the line."""
+    starts it, an instruction goes to the function started last (from `source_line`). The function being read
+    after the line."""
     t = _TYPE_FUNC.match(line)
     if t:
         declared.add(t.group(1))
@@ -249,13 +282,13 @@ def _text_line(line: str, current: str | None, declared: set[str], functions: di
         return current
     ins = _INSTR.match(line)
     if ins and current is not None:
-        functions[current].append(_instruction(ins))
+        functions[current].append(_instruction(ins, source_line))
     return current
 
 
-def _instruction(m: re.Match) -> Instruction:
-    """The Instruction of an _INSTR match."""
-    return Instruction(m.group(3), m.group(4).strip(), (m.group(2) or "").strip())
+def _instruction(m: re.Match, line: int | None = None) -> Instruction:
+    """The Instruction of an _INSTR match, from source line `line`."""
+    return Instruction(m.group(3), m.group(4).strip(), (m.group(2) or "").strip(), line, int(m.group(1), 16))
 
 
 def _callees(functions: dict[str, list[Instruction]]) -> dict[str, tuple[str, ...]]:
@@ -482,8 +515,11 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
     if not names:
         return None
     tally = _Tally()
+    base = listing.param_base.get(mangled) or PARAM_BASE.get(listing.arch or "", PARAM_BASE["sm_90"])
+    found: list[Access] = []
     for name in names:
         tally.add(name, [i for i in listing.functions[name] if i.root != "NOP"])
+        found += accesses(listing.functions[name], base)
     return SassFacts(
         tool=listing.tool,
         functions=names,
@@ -503,6 +539,9 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
         stack_frame=listing.stack_frames.get(mangled),
         function_sizes=tuple(tally.sizes),
         arch=listing.arch,
+        accesses=tuple(found),
+        first_exit=next((n + 1 for n, i in enumerate(j for j in listing.functions[mangled] if j.root != "NOP")
+                         if i.root == "EXIT"), None),
     )
 
 

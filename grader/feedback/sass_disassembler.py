@@ -170,9 +170,11 @@ def _clean_env() -> dict[str, str]:
 
 def command(tool: Disassembler, cubin_path: str) -> list[str]:
     """The command line: nvdisasm without its data-flow pass (-ndf: faster, and it names branch targets,
-    which nothing here reads), cuobjdump with the SASS and the resource usage (registers, stack)."""
+    which nothing here reads) and with the source lines of a cubin compiled with line information (-g,
+    --print-line-info: `//## File "NAME", line N` comments; a cubin without them reads as before), cuobjdump
+    with the SASS and the resource usage (registers, stack)."""
     if tool.tool == "nvdisasm":
-        return [tool.path, "-ndf", cubin_path]
+        return [tool.path, "-ndf", "-g", cubin_path]
     return [tool.path, "-sass", "-res-usage", cubin_path]
 
 

@@ -19,11 +19,26 @@ ETA of its peak, so work it must do takes (share x t) / ETA. The estimate of a f
         saving at most the issue time of the extra instructions, (I - I_ref) / I x s_issue t / ETA;
   occupancy (resident warps under OCCUPANCY_X x the reference's): max(t_ref, s_issue t / ETA).
 
-Without counters: the division is worth at most the kernel's time above the copy of its width (t_one with
-4-byte loads, else t_floor); a kernel over UNEXPLAINED_X x that copy's time gets the "unexplained" hint, worth
-up to that time, saying the counters would say what it is. Estimates are the grading's fraction of the floor
-before and after (t_floor / t). Checked against the H200's measurements of tests/data/hints (issue 23):
-the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
+Without counters: the division is worth at most the issue time of its instructions, were the SMs doing nothing
+else (grader.feedback.launch_facts.division_facts), and never more than the kernel's time above the copy of its
+width (t_one with 4-byte loads, else t_floor, written t_w); a kernel whose time, less what the static launch
+facts below explain, is over UNEXPLAINED_X x that copy's time (t_one for accesses under 16 bytes) gets the
+"unexplained" hint, worth up to what is left, saying the counters would say what it is.
+
+Static launch facts (grader.feedback.launch_facts, issue 29), each from its own model of the unit it relieves,
+never under t_w:
+  idle (threads with no element): the block scheduler: t - empty blocks x EMPTY_BLOCK_NS / SMs;
+  grid, blocks (too few warps in flight): Little's law at a fixed latency, bandwidth in proportion to the warps
+        resident: t x warps now / warps after the fix (an upper bound of the gain: latency grows with load);
+  fence (MEMBAR per element): each thread's iterations wait FENCE_NS each:
+        t - elements / (vector x resident threads) x fences x FENCE_NS;
+  stores (an element stored k times): the L2, which carries L2_COPY_BYTES per element at L2_COPY_SHARE of its peak
+        for the copy floor: the saving is what the L2-bound time t_floor x (bytes / L2_COPY_BYTES) x L2_COPY_SHARE
+        / ETA exceeds the rest of the kernel's time, with 4 (k - 1) bytes more per element;
+  atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
+Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
+Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's
+measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
 """
 
 from __future__ import annotations
@@ -31,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader import exercise
-from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters
+from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
 from grader.model import ReportModel
 
 ETA = 0.9
@@ -51,13 +66,33 @@ GENERATED = ("unexplained", "scattered", "work", "occupancy", "slow")
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
 """Sectors per element a coalesced kernel's loads (x and a bias entry) and stores (out) touch."""
+STATIC = ("idle", "grid", "blocks", "fence", "atomic", "stores")
+"""Kinds of the static launch facts (grader.feedback.launch_facts)."""
+EMPTY_BLOCK_NS = 23.3
+"""Time one SM spends on a block whose threads all exit at once, ns. From issue 29's H200 figures: the float4 body in
+the page's launch (tests/data/causes/float4_page_launch.cu) at 0.76 of the copy floor, the same body with
+elems_per_thread = 4 (submissions/gold_float4.cu) at 0.963: 0.130 ms for 737,280 empty blocks over 132 SMs. One
+pair of kernels: benchmarks/hint_check.py checks the prediction it makes for the float2 body."""
+FENCE_NS = 457.0
+"""Time one thread's iteration waits at a __threadfence() (MEMBAR.SC.GPU, then the L1 emptied), ns. From issue 29's
+H200 figures: the page's answer with each element stored twice, a fence between (tests/data/causes/fence_twice.cu),
+at 0.37 of the copy floor, the page's answer at 0.557: 0.426 ms over 931 iterations per resident thread (61440 x 4096
+elements, 132 SMs x 2048 threads). One kernel: benchmarks/hint_check.py checks it."""
+L2_COPY_BYTES, L2_COPY_SHARE = 12.25, 0.92
+"""The 16-byte copy's L2 bytes per element (lts__t_bytes: reads, writes and the DRAM fills) and the L2's
+throughput, share of its peak, on the H200 (tests/data/ncu/h200_*.csv: 12.25 to 12.29 bytes, 91.9% to 92.1%)."""
+TIE = 0.02
+"""Two estimated gains closer than this (fraction of the copy floor) are not told apart by these models."""
 
 
 class Hint(ReportModel):
     """One hint: its text and kind ("division", "width", "tanh", "local", "registers" from the machine code;
-    "scattered", "work", "occupancy" from the counters; "unexplained", "slow" from the times), and what fixing
-    it is estimated to be worth: the time saved (ms), the fraction of the copy floor now and after, whether
-    that is an upper bound (`bound`), and what the estimate rests on (`basis`). None: not estimated."""
+    STATIC's from the launch and the machine code; "scattered", "work", "occupancy" from the counters;
+    "unexplained", "slow" from the times; "mistake" for a wrong output, grader.check.mistakes), and what fixing it
+    is estimated to be worth: the time saved (ms), the fraction of the copy floor now and after, whether that is
+    an upper bound (`bound`), and what the estimate rests on (`basis`). None: not estimated. `facts`: the numbers
+    of a static fact's model (grader.feedback.launch_facts); `lines`: the student's source lines it names; `tie`:
+    the kind of the next hint when the two estimates are within TIE (two causes)."""
 
     text: str
     kind: str = ""
@@ -66,18 +101,23 @@ class Hint(ReportModel):
     fraction_after: float | None = None
     bound: bool = False
     basis: str = ""
+    facts: dict[str, float] = {}
+    lines: list[int] = []
+    tie: str = ""
 
     def __str__(self) -> str:
-        """The hint as the report prints it: its text, then its estimate in words."""
+        """The hint as the report prints it: its text, then its estimate in words (and, where another cause's
+        estimate is as large, that there are two)."""
         if self.saved_ms is None or self.fraction_now is None or self.fraction_after is None:
             return self.text
         now, after = self.fraction_now, self.fraction_after
+        two = f"; as much as the next hint's ({self.tie}): two causes, fix both" if self.tie else ""
         if after - now < LITTLE:
             return f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about {after:.3f}; " \
-                   f"{self.basis}]"
+                   f"{self.basis}{two}]"
         word = "at most" if self.bound else "about"
         return f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} {after:.3f}; " \
-               f"{self.basis}]"
+               f"{self.basis}{two}]"
 
 
 @dataclass(frozen=True)
@@ -147,27 +187,64 @@ def width_after(times: Times, m: Measured | None) -> float:
     return max(after, m.s_issue * times.kernel / ETA) if m else after
 
 
-def work_after(m: Measured) -> float:
-    """The time after the kernel's extra instructions go (module docstring), never more than they cost."""
+def work_after(m: Measured, idle: float = 0.0) -> float:
+    """The time after the kernel's extra instructions go (module docstring), never more than they cost; `idle`:
+    warp instructions of warps with no element (grader.feedback.launch_facts' idle fact), not counted as work."""
     t, k = m.times.kernel, m.yours
     after = m.after(m.t_ref, m.s_mem * t / ETA)
-    ipe, ref = k.instructions_per_elem, m.ref.instructions_per_elem
+    ipe, ref = _work_per_elem(k, idle), m.ref.instructions_per_elem
     if ipe and ref is not None:
         after = max(after, t - max(0.0, (ipe - ref) / ipe) * m.s_issue * t / ETA)
     return after
 
 
 COPIES = "from the grading's one-float and 16-byte copies"
+ISSUE = "from its instructions in the machine code, at the SMs' issue rate"
 COUNTERS = "from the counters, beside the page's answer and the model answer"
+
+
+STATIC_BASIS = "from the launch, the machine code and the grading's copies"
+
+
+def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None, bool]:
+    """(the time after fixing the static fact `h`, whether that is a bound) from its own model (module docstring)
+    and `h.facts`; (None, False) where a number the model needs is missing (a kernel not timed at a known shape)."""
+    f, t = h.facts, times.kernel
+    if h.kind == "idle":
+        if not f.get("sms") or "empty_blocks" not in f:
+            return None, False
+        return max(width_copy, t - f["empty_blocks"] * EMPTY_BLOCK_NS * 1e-6 / f["sms"]), False
+    if h.kind in ("grid", "blocks"):
+        if not f.get("warps_fixed"):
+            return None, False
+        return max(width_copy, t * f["warps_now"] / f["warps_fixed"]), True
+    if h.kind == "fence":
+        if not f.get("resident_threads") or not f.get("elements"):
+            return None, False
+        waits = f["elements"] / (f.get("vector", 1.0) * f["resident_threads"]) * f.get("fences", 1.0)
+        return max(width_copy, t - waits * FENCE_NS * 1e-6), False
+    if h.kind == "stores":
+        def l2(extra: float) -> float:
+            return times.floor * (L2_COPY_BYTES + extra) / L2_COPY_BYTES * L2_COPY_SHARE / ETA
+        now = l2(exercise.BYTES_PER_FLOAT * (f.get("stores", 2.0) - 1))
+        return max(width_copy, t - max(0.0, now - max(l2(0.0), t if now < t else 0.0))), False
+    if h.kind == "atomic":
+        return width_copy, True
+    return None, False
 
 
 def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hint:
     """`h` (a hint from the machine code) with its estimate (module docstring)."""
+    if h.kind in STATIC:
+        after, bound = static_after(h, times, width_copy)
+        return _estimate(h, times, after, STATIC_BASIS, bound=bound)
     if h.kind == "width":
         return _estimate(h, times, width_after(times, m), COUNTERS if m else COPIES)
     if h.kind == "division":
         if m:
             return _estimate(h, times, work_after(m), COUNTERS)
+        if h.facts.get("issue_ms") is not None:  # the issue slots its instructions take (launch_facts.division_facts)
+            return _estimate(h, times, max(width_copy, times.kernel - h.facts["issue_ms"]), ISSUE, bound=True)
         return _estimate(h, times, width_copy, COPIES, bound=True)
     return _estimate(h, times, None, "")
 
@@ -176,14 +253,61 @@ def _ref_name(m: Measured) -> str:
     return "the page's answer" if m.ref.label == PAGE_ANSWER else "the model answer"
 
 
-def scattered_hint(m: Measured, cols: int | None) -> Hint | None:
+def scattered_instructions(instructions: list[InstructionCounters]) -> list[InstructionCounters]:
+    """The loads of x and stores to out (or of a buffer not known) among `instructions` (Nsight Compute's
+    source-level counters, grader.feedback.source_counters) whose L2 sectors are over SCATTER_X x the ideal for
+    their own width. A bias load is left out: bias is one row every row reads, served by the L1."""
+    return [i for i in instructions if i.op in ("ld", "st") and i.buffer != "bias" and i.sectors and i.ideal
+            and i.sectors > SCATTER_X * i.ideal]
+
+
+def _named(i: InstructionCounters) -> str:
+    """'line 14, the store to out (STG.E, 4 bytes): each warp's stores touch 32.0 sectors where 4 would do'."""
+    what = f"the {'store to' if i.op == 'st' else 'load from'} {i.buffer or 'memory'}"
+    where = f"line {i.line}, {what}" if i.line else what.capitalize()
+    op = i.sass.split(" ", 1)[0] if i.sass else ""
+    return (f"{where} ({op + ', ' if op else ''}{i.nbytes} bytes per thread): each warp's "
+            f"{'stores' if i.op == 'st' else 'loads'} touch {i.per_request(i.sectors) or 0:.1f} sectors where "
+            f"{i.per_request(i.ideal) or 0:.0f} would do")
+
+
+def access_suspect(c: Counters | None) -> bool:
+    """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
+    the source-level pass is worth its time (grader.grade.add_counters), to name the instruction and its line."""
+    k = c.get(YOURS) if c is not None and not c.unavailable else None
+    if k is None:
+        return False
+    ld, st = k.per_elem(k.ld_sectors), k.per_elem(k.st_sectors)
+    return (ld is not None and ld > SCATTER_X * LD_NEED) or (st is not None and st > SCATTER_X * ST_NEED)
+
+
+def scattered_hint(m: Measured, cols: int | None, instructions: list[InstructionCounters] | None = None
+                   ) -> Hint | None:
     """The scattered-access hint when loads or stores touch over SCATTER_X x the sectors per element a
-    coalesced kernel's do (LD_NEED, ST_NEED), with each side's sectors per request against a coalesced access
-    as wide (grader.feedback.counters.ideal_sectors); None otherwise."""
+    coalesced kernel's do (LD_NEED, ST_NEED) and the L2 carries over SCATTER_X x the reference's bytes per element
+    (sectors the L1 serves, such as a bias row read 16 bytes apart across a warp, cost no DRAM or L2 traffic:
+    issue 29's 16-block grid), with each side's sectors per request against a coalesced access as wide
+    (grader.feedback.counters.ideal_sectors); None otherwise. With the source-level counters (`instructions`) each
+    instruction is judged against its own width instead, and the hint names the line and the buffer of each
+    scattered one (scattered_instructions); none scattered, no hint."""
     from grader.feedback.counters import ideal_sectors
 
+    if instructions:
+        bad = scattered_instructions(instructions)
+        if not bad:
+            return None
+        text = ("scattered accesses (from the counters, per instruction): " + "; ".join(_named(i) for i in bad[:3])
+                + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ". Consecutive threads of a warp access "
+                "addresses 32 bytes or more apart, so each 32-byte sector brings one useful float. Map threadIdx.x to "
+                "the column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so "
+                "that a warp reads and writes one contiguous piece of a row.")
+        return _estimate(Hint(text=text, kind="scattered", lines=sorted({i.line for i in bad if i.line})), m.times,
+                         m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
     k = m.yours
     width = k.bytes_per_thread_access
+    l2, l2_ref = k.per_elem(k.l2_bytes), m.ref.per_elem(m.ref.l2_bytes)
+    if l2 is not None and l2_ref and l2 <= SCATTER_X * l2_ref:
+        return None  # the extra sectors are served by the L1 (a cached bias row): no extra traffic reaches the L2
     sides = []
     for side, need, what in (("st", ST_NEED, "stores"), ("ld", LD_NEED, "loads")):
         per_elem = k.per_elem(k.st_sectors if side == "st" else k.ld_sectors)
@@ -206,12 +330,19 @@ def scattered_hint(m: Measured, cols: int | None) -> Hint | None:
                      COUNTERS)
 
 
-def work_hint(m: Measured) -> Hint | None:
-    """The extra-work hint when the kernel executes over WORK_X x its reference's warp instructions per element,
-    naming the FP64 pipe (double math) or the XU pipe (special functions, conversions) where the kernel's runs
-    well above the reference's; None otherwise."""
+def _work_per_elem(k: KernelCounters, idle: float) -> float | None:
+    """Warp instructions per element of `k`, less `idle` (warp instructions of warps with no element)."""
+    ipe = k.instructions_per_elem
+    return None if ipe is None else ipe - (idle / k.elements if k.elements else 0.0)
+
+
+def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
+    """The extra-work hint when the kernel executes over WORK_X x its reference's warp instructions per element
+    (less `idle`, the instructions of warps with no element: the idle fact's), naming the FP64 pipe (double
+    math) or the XU pipe (special functions, conversions) where the kernel's runs well above the reference's;
+    None otherwise."""
     k, ref = m.yours, m.ref
-    ipe, ipe_ref = k.instructions_per_elem, ref.instructions_per_elem
+    ipe, ipe_ref = _work_per_elem(k, idle), ref.instructions_per_elem
     if ipe is None or ipe_ref is None or ipe <= WORK_X * ipe_ref:
         return None
     name = _ref_name(m)
@@ -231,7 +362,7 @@ def work_hint(m: Measured) -> Hint | None:
                  "0.5f * v * (1.0f + erff(v * 0.70710678f)).")
     else:
         text += ". Take work out of the per-element path: index arithmetic, divisions, loops, branches."
-    return _estimate(Hint(text=text, kind="work"), m.times, work_after(m), COUNTERS)
+    return _estimate(Hint(text=text, kind="work"), m.times, work_after(m, idle), COUNTERS)
 
 
 def occupancy_hint(m: Measured) -> Hint | None:
@@ -249,44 +380,60 @@ def occupancy_hint(m: Measured) -> Hint | None:
                      m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
-def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str) -> Hint | None:
-    """Without counters: the hint for a kernel over UNEXPLAINED_X x the time of the copy with its access width
+def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str, explained: float = 0.0
+                     ) -> Hint | None:
+    """Without counters: the hint for a kernel whose time, less what the static launch facts explain (`explained`,
+    ms saved by fixing them all), is over UNEXPLAINED_X x the time of the copy with its access width
     (`width_copy`, ms: the one-float copy's when `scalar`), saying what the copies cannot tell and why the counters
-    were not measured (`reason`); None for a kernel nearer that copy."""
-    if times.kernel <= UNEXPLAINED_X * width_copy:
+    were not measured (`reason`); worth at most what is left above that copy. None for a kernel nearer it."""
+    left = times.kernel - explained
+    if left <= UNEXPLAINED_X * width_copy:
         return None
     which = "the one-float-per-thread copy" if scalar else "the copy floor"
     text = (f"something beyond the load width costs time: the kernel takes {times.kernel / width_copy:.2f} x the "
-            f"time of {which}, the fastest a kernel with its access width runs here. The usual causes are "
-            "scattered accesses (consecutive threads not on consecutive addresses: map threadIdx.x to the column) "
-            "and extra work per element (double math, costly math functions, divisions); Nsight Compute's "
-            "counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
-    return _estimate(Hint(text=text, kind="unexplained"), times, width_copy, COPIES, bound=True)
+            f"time of {which}, the fastest a kernel with its access width runs here"
+            + (f" ({left / width_copy:.2f} x once the causes above are fixed)" if explained > 0 else "")
+            + ". The usual causes are scattered accesses (consecutive threads not on consecutive addresses: map "
+            "threadIdx.x to the column) and extra work per element (double math, costly math functions, divisions); "
+            "Nsight Compute's counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
+    return _estimate(Hint(text=text, kind="unexplained"), times, times.kernel - (left - width_copy), COPIES,
+                     bound=True)
 
 
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
          no_counters: str = "") -> list[Hint]:
-    """`hints` (from the machine code; earlier ranked ones too: the hints made here are made again) with their
-    estimates, plus the counters' hints (scattered accesses, extra work, few warps) where `counters` measured the
-    kernel beside a reference, or the "unexplained" hint without them (`no_counters`: why there are none);
-    sorted by the time saved, largest first, then those without an estimate in their order. `times`: the
-    grading's (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark
-    shape's columns, for the scattered hint's stride."""
-    code = [h for h in hints if h.kind not in GENERATED]
+    """`hints` (from the machine code and the launch; earlier ranked ones too: the hints made here are made
+    again) with their estimates, plus the counters' hints (scattered accesses, extra work, few warps) where
+    `counters` measured the kernel beside a reference, or the "unexplained" hint without them (`no_counters`: why
+    there are none); sorted by the time saved, largest first, then those without an estimate in their order; the
+    first marked with the second's kind where the two estimates are within TIE (`tie`). `times`: the grading's
+    (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
+    for the scattered hint's stride."""
+    code = [h.model_copy(update={"tie": ""}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
     m = measured(counters, times)
     scalar = any(h.kind == "width" for h in code)
     width_copy = times.one_float if scalar else times.floor
     out = [_costed(h, times, m, width_copy) for h in code]
+    static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
-        made = [scattered_hint(m, cols), occupancy_hint(m)]
+        made = [scattered_hint(m, cols, counters.instructions)]
+        if not any(h.kind in ("grid", "blocks") for h in static):  # the same cause, named by the launch
+            made.append(occupancy_hint(m))
         if not any(h.kind == "division" for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
-            made.append(work_hint(m))
-    else:
-        made = [unexplained_hint(times, width_copy, scalar, no_counters)]
+            idle = next((h.facts for h in code if h.kind == "idle"), {})
+            made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
+    else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
+        narrow = scalar or any(0 < h.facts.get("vector", 4.0) < 4 for h in code)
+        explained = sum(h.saved_ms for h in static)
+        made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
     order = {"unexplained": 0, "scattered": 1, "work": 2, "occupancy": 3}
     estimated = sorted((h for h in out if h.saved_ms is not None),
                        key=lambda h: (-round(h.saved_ms, 4), order.get(h.kind, 9)))
+    if len(estimated) > 1 and estimated[1].fraction_after - estimated[1].fraction_now >= LITTLE and \
+            (estimated[0].fraction_after - estimated[0].fraction_now) - \
+            (estimated[1].fraction_after - estimated[1].fraction_now) < TIE:
+        estimated[0] = estimated[0].model_copy(update={"tie": estimated[1].kind})
     return estimated + [h for h in out if h.saved_ms is None]
