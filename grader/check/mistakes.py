@@ -26,8 +26,9 @@ tail of the flat output that still hold it, with the rest compared against the r
 A mistake matches when, over the elements that can be compared (got, the reference and the mistake finite, the
 inputs not NaN, the mistake's bias index inside bias), at least MATCH_SHARE of them are within the exercise's
 tolerance of the mistake (grader.exercise.ATOL, RTOL), and at least MIN_TELLING of them tell the mistake from
-the exact GELU (the two differ there by more than the tolerance). The closeness is the largest |got - mistake|
-over the compared elements. Robust to inputs of any magnitude (an overflow to inf is simply not compared), to
+the exact GELU (the two differ there by more than the tolerance). The closeness is the largest
+|got - mistake| / max(1, |mistake|) over the compared elements: absolute below 1, relative above (the draws reach
+magnitudes of 65536, where float32 rounding alone is 0.004 absolute). Robust to inputs of any magnitude (an overflow to inf is simply not compared), to
 +-0, subnormals and NaN. Pure numpy: x float32 [rows, cols], bias float32 [cols], got float32 [rows, cols].
 """
 
@@ -57,7 +58,7 @@ apart, and a 65535 x 5 output is not run through math.erf ten times."""
 
 class Mistake(ReportModel):
     """The known mistake a wrong output matches: its `name` (a key of MISTAKES, or "unwritten"), the formula it
-    computes, `max_diff` (the largest |got - formula| over the `compared` elements), `share` of them within
+    computes, `max_diff` (the largest |got - formula| / max(1, |formula|) over the `compared` elements), `share` of them within
     tolerance, and `text`, the sentence the report shows."""
 
     name: str
@@ -146,7 +147,7 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
     """The known mistake `got` matches (module docstring), or None.
 
     x: float32 [rows, cols]; bias: float32 [cols]; got: float32 [rows, cols], the kernel's output for them.
-    fill: the 32-bit word the output held before the launch (grader.check.verify.NAN_WORD): an element still
+    fill: the 32-bit word the output held before the launch (exercise.POISON_WORD): an element still
     holding exactly it was never written (a NaN computed from a NaN the kernel read past an input's end has
     other bits); None: any NaN counts as unwritten.
     Returns the best match (the largest share within tolerance, then the smallest max_diff): an unwritten part
@@ -191,7 +192,7 @@ def _score(name: str, formula: str, fix: str, got, ref, cand, usable) -> Mistake
     share = float((diff <= _tolerance(cand[usable])).mean())
     if share < MATCH_SHARE:
         return None
-    worst = float(diff.max())
+    worst = float((diff / np.maximum(1.0, np.abs(cand[usable]))).max())  # absolute below 1, relative above
     return Mistake(name=name, formula=formula, max_diff=worst, share=share, compared=int(usable.sum()),
                    text=f"your output matches {formula} to {worst:.1e} ({share:.1%} of {int(usable.sum())} "
                         f"elements compared within tolerance): {fix}")
