@@ -45,11 +45,11 @@ LAYERS = [
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
-    ["grader.batch.protocol"],
+    ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
-    # the class page, from the gradebook
-    ["grader.batch.classpage"],
+    # the class page, from the gradebook; the GPUs a batch plans for; the results files a merge reads
+    ["grader.batch.classpage", "grader.batch.gpus", "grader.batch.merging"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],
