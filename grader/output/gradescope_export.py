@@ -205,6 +205,8 @@ def _read_text(path: Path) -> tuple[str, str]:
     """(the text of the metadata file at `path`, the path as messages show it). Raises InputError (module
     docstring: never through a link, capped, UTF-8)."""
     shown = name_text(str(path))
+    if not path.is_symlink() and not path.exists():
+        raise InputError(f"{shown}: no such file")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{shown}: not a regular file (a link is not followed); put Gradescope's file itself there")
     try:
