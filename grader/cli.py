@@ -49,7 +49,7 @@ import grader
 from grader import exercise
 from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
                            GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
-from grader.options import HelpFormatter, arch_type, positive_seconds, seed_type
+from grader.options import HelpFormatter, add_format_options, arch_type, positive_seconds, seed_type
 from grader.text import printable
 
 if TYPE_CHECKING:
@@ -206,10 +206,8 @@ def single_parser() -> argparse.ArgumentParser:
                    help="the submission's .cu file (`grade file NAME` grades a file named like a command)")
     p.add_argument("more", nargs="*", help=argparse.SUPPRESS)  # a second file: pointed to `grade batch`
     p.add_argument("--version", action="version", version=f"grade {grader.__version__}")
-    p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
-                   help="text report (default); json: one GradeReport (schema: grade --json-schema); "
-                        "gradescope: Gradescope's results.json")
-    p.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+    add_format_options(p, ("text", "json", "gradescope"), {
+        "text": "the text report (default)", "json": "one GradeReport on stdout (schema: grade --json-schema)"})
     p.add_argument("--json-schema", action="store_true", help="print the JSON schema of --json's output and exit")
     p.add_argument("--seed", type=seed_type,
                    help="replay the inputs of an earlier run (its report gives the seed); 0 .. 2**63 - 1")

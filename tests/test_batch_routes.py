@@ -481,3 +481,26 @@ def test_gpus_that_name_no_gpu_are_an_error(tmp_path, capsys, fake):
             main(["batch", str(cls), "--gpus", bad])
         assert stop.value.code == 2
     capsys.readouterr()
+
+
+def test_the_keep_rule_without_times_takes_the_higher_score_and_lists_a_sid_under_two_emails():
+    from grader.batch import gradebook as gb
+    from grader.output.gradescope_export import Submitter
+    from grader.output.report import CompileSummary, GradeReport
+    from grader.check.verify import Verification
+
+    def row(id: str, verdict: str, *people: Submitter) -> gb.BatchResult:
+        report = GradeReport(file=f"{id}/k.cu", verdict=verdict, stage="grade", reason="r", fraction=0.5,
+                             compile=CompileSummary(arch="sm_90"), verification=[Verification(
+                                 rows=1, cols=1, passed=True, total=1)])
+        return gb.make_result(id=id, path=f"{id}/k.cu", key=id, sha256=None, report=report, grader_version="t",
+                              submitters=list(people))
+
+    ada = Submitter(name="Ada", email="ada@x.edu", sid="1")
+    rows = [row("s1", "silver", ada), row("s2", "gold", ada), row("s3", "fail", Submitter(email="eve@x.edu", sid="1"))]
+    shared = gb.shared_students(rows)
+    assert [(s.who, s.ids, s.kept) for s in shared] == [("ada@x.edu", ["s1", "s2"], "s2"),
+                                                        ("sid 1", ["s1", "s2", "s3"], "")]
+    assert "the higher score" in shared[0].why and "every line kept" in shared[1].why
+    scores = list(csv.DictReader(gb.scores_csv(rows).splitlines()))
+    assert [(s["id"], s["Email"], s["Score"]) for s in scores] == [("s2", "ada@x.edu", "10"), ("s3", "eve@x.edu", "5")]
