@@ -45,11 +45,13 @@ LAYERS = [
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
-    ["grader.batch.protocol"],
+    ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
-    # the class page, from the gradebook; what a merge should have (its rows against the class); the Slurm script
-    ["grader.batch.classpage", "grader.batch.expect", "grader.batch.slurm"],
+    # the class page, from the gradebook; the GPUs a batch plans for; the results files a merge reads; what a merge
+    # should have (its rows against the class); the Slurm script
+    ["grader.batch.classpage", "grader.batch.gpus", "grader.batch.merging", "grader.batch.expect",
+     "grader.batch.slurm"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],
