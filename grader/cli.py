@@ -18,12 +18,18 @@ merge_parser, reference_kernels.selfcheck.parser through its entry point), adopt
 command's name gets "did you mean" (command_typo); one that is no file and is followed by more words is not
 taken for a file.
 
---json means one thing everywhere: the command's result as JSON on stdout instead of the text report (a
-GradeReport for `grade FILE`, same as --format json; the SelfcheckResult for `grade selfcheck`). --arch takes
-sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole number in [0, 2**63). With --format json an
-input error still prints one GradeReport (verdict "error", stage "input") on stdout.
+One grammar for every command. --json means one thing everywhere: the command's result as one JSON document on
+stdout instead of the text (a GradeReport for `grade FILE`; the SelfcheckResult for `grade selfcheck`; a
+grader.batch.reply.ClassRun for `grade batch` and `grade merge`; the folder and its entries for `grade cache`),
+progress and warnings on stderr; a usage error then still prints one document (for `grade FILE` a GradeReport,
+verdict "error", stage "input"). --format takes the words of grader.options.FORMATS, each meaning the same in
+every command that takes it (text, json: the same as --json, gradescope), and --format gradescope never leaves
+Gradescope without its results.json. --arch takes sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole
+number in [0, 2**63).
 
-Exit codes: grader.errors, and the README's table; every command's -h lists its own.
+Exit codes: grader.errors, and the README's table; every command's -h lists its own. They tell "done" (0; 3 for
+no GPU) from "did nothing" (2: a usage or input error, nothing written; `grade cache --clear` that found nothing to
+remove: 1) and "not finished" (4: run again).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ import grader
 from grader import exercise
 from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
                            GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
-from grader.options import HelpFormatter, arch_type, positive_seconds, seed_type
+from grader.options import HelpFormatter, add_format_options, arch_type, positive_seconds, seed_type
 from grader.text import printable
 
 if TYPE_CHECKING:
@@ -209,10 +215,8 @@ def single_parser() -> argparse.ArgumentParser:
                    help="the submission's .cu file (`grade file NAME` grades a file named like a command)")
     p.add_argument("more", nargs="*", help=argparse.SUPPRESS)  # a second file: pointed to `grade batch`
     p.add_argument("--version", action="version", version=f"grade {grader.__version__}")
-    p.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
-                   help="text report (default); json: one GradeReport (schema: grade --json-schema); "
-                        "gradescope: Gradescope's results.json")
-    p.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+    add_format_options(p, ("text", "json", "gradescope"), {
+        "text": "the text report (default)", "json": "one GradeReport on stdout (schema: grade --json-schema)"})
     p.add_argument("--json-schema", action="store_true", help="print the JSON schema of --json's output and exit")
     p.add_argument("--seed", type=seed_type,
                    help="replay the inputs of an earlier run (its report gives the seed); 0 .. 2**63 - 1")
@@ -251,18 +255,18 @@ def parser(commands: Iterable[str] = NAMES) -> argparse.ArgumentParser:
                                   description=own.description, epilog=own.epilog,
                                   formatter_class=own.formatter_class)
             sub.set_defaults(command_run=run, command_parser=sub)
-            if command.name == "file":
-                _keep_errors(sub)
+            _keep_errors(sub)
     return top
 
 
 USAGE_ERRORS: list[str] = []
-"""The messages `grade FILE`'s parser refused arguments with, in this process (_keep_errors)."""
+"""The messages a command's parser refused arguments with, in this process (_keep_errors)."""
 
 
 def _keep_errors(p: argparse.ArgumentParser) -> None:
     """Make `p` note each usage error's message (USAGE_ERRORS) before argparse prints it and exits 2, so that
-    _main can still print the one report --json and --format gradescope promise."""
+    _main can still print the one JSON document --json promises, and write the results.json --format gradescope
+    promises."""
     refuse = p.error
 
     def error(message: str):
@@ -295,9 +299,36 @@ def _usage_report(argv: list[str], message: str, fmt: str) -> None:
     reason = f"usage error: {message}"
     if fmt == "json":
         files = [w for w in argv if w.lower().endswith(".cu")]
-        _emit(error_report(files[0] if files else "", Stage.INPUT, reason).model_dump_json(indent=2))
+        _emit(error_report(os.path.basename(files[0]) if files else "", Stage.INPUT, reason).model_dump_json(indent=2))
     else:
         _emit(json.dumps(gradescope_not_graded(f"not graded: the grader was called wrongly ({reason})"), indent=2))
+
+
+def _command_usage_report(command: str, argv: list[str], message: str, fmt: str) -> None:
+    """The answer to a usage error of `grade COMMAND ARGV` (not `file`) that asked for `fmt`: with json, one
+    document on stdout (batch and merge: a grader.batch.reply.ClassRun; others: command, exit_code, error); with
+    `grade batch --format gradescope`, OUT/results.json saying "not graded" (the autograder's command is wrong,
+    not the student's file)."""
+    reason = f"usage error: {message}"
+    if fmt == "json" and command in ("batch", "merge"):
+        from grader.batch.reply import ClassRun
+
+        _emit(ClassRun(command=command, exit_code=EXIT_INPUT, error=reason).model_dump_json(indent=2))
+    elif fmt == "json":
+        _emit(json.dumps({"command": command, "exit_code": EXIT_INPUT, "error": reason}, indent=2))
+    elif fmt == "gradescope" and command == "batch":
+        from grader.output.gradescope import gradescope_not_graded
+        from grader.output.student_files import write_atomic
+
+        out = next((argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "--out"), None) or next(
+            (w.split("=", 1)[1] for w in argv if w.startswith("--out=")), "results")
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            write_atomic(Path(out) / "results.json", json.dumps(gradescope_not_graded(
+                f"not graded: the grader was called wrongly ({printable(reason, 300)}); tell the course staff"),
+                indent=2) + "\n")
+        except OSError:
+            pass
 
 
 def command_typo(word: str | None, more: list[str], argv: list[str]) -> str | None:
@@ -351,9 +382,12 @@ def _main(argv: list[str]) -> int:
             args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return args.command_run(args, args.command_parser)
     except SystemExit as stop:  # argparse's usage error: --json and --format gradescope still get their report
-        fmt = asked_format(argv[1:]) if argv[0] == "file" else None
+        fmt = asked_format(argv[1:]) if argv[0] in NAMES else None
         if stop.code == EXIT_INPUT and USAGE_ERRORS and fmt:
-            _usage_report(argv[1:], USAGE_ERRORS[-1], fmt)
+            if argv[0] == "file":
+                _usage_report(argv[1:], USAGE_ERRORS[-1], fmt)
+            else:
+                _command_usage_report(argv[0], argv[1:], USAGE_ERRORS[-1], fmt)
         raise
 
 
@@ -388,6 +422,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from grader.watchdog import DEFAULT_RUN_LIMIT_S, Watchdog, stage_limits
 
     report_fd = os.dup(1)  # the report's stream, whatever a kernel's output capture does to descriptor 1
+    shown = os.path.basename(os.path.normpath(args.file)) or args.file  # the report names the file, not its folder
 
     def expired(stage: str, seconds: float) -> None:
         likely = "a template or constexpr that NVRTC cannot finish?" if stage == Stage.COMPILE else \
@@ -395,7 +430,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s ({likely}); "
                   "`grade --run-limit S` changes the limit")
         print(f"grade: {reason}", file=sys.stderr, flush=True)
-        late = error_report(args.file, stopped_in(stage), reason)
+        late = error_report(shown, stopped_in(stage), reason)
         text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}
         if args.format in text:
             os.write(report_fd, (text[args.format] + "\n").encode())
@@ -419,7 +454,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 else gradescope_refusal(str(err))
             _emit(json.dumps(results, indent=2))
         elif args.format == "json":
-            refusal = error_report(args.file, getattr(err, "stage", None) or Stage.INPUT, str(err),
+            refusal = error_report(shown, getattr(err, "stage", None) or Stage.INPUT, str(err),
                                    getattr(err, "details", ""))
             _emit(refusal.model_dump_json(indent=2))
         return err.exit_code
@@ -427,6 +462,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         dog.stop()
         os.close(report_fd)
     add_counters(report, args.file, asked=args.counters, device=args.device)  # or unasked, for a slow kernel
+    report.file = printable(shown, None)  # one line, as the model makes it (GradeReport._one_line)
     if args.format == "gradescope":
         _emit(json.dumps(gradescope_results(report, execution_time=time.monotonic() - started), indent=2))
     else:

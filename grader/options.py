@@ -39,6 +39,34 @@ def seed_type(value: str) -> int:
     return seed
 
 
+FORMATS = {"text": "the report or summary for people (default)",
+           "json": "one JSON document on stdout, everything else on stderr (same as --json)",
+           "gradescope": "Gradescope's results.json"}
+"""The words of --format, one meaning each in every command that takes them (grader.cli's docstring)."""
+FORMAT_ALIASES = {"gradebook": "text"}
+"""Words an earlier version took, read as today's (`grade batch --format gradebook` was its default, text)."""
+
+
+def add_format_options(p: argparse.ArgumentParser, choices: tuple[str, ...], helps: dict[str, str] | None = None) -> None:
+    """Add --format (FORMATS' words among `choices`, default text; `helps` says what a word does in this command)
+    and --json (the same as --format json) to `p`; both set `args.format`."""
+    said = {**FORMATS, **(helps or {})}
+    p.add_argument("--format", choices=choices, default="text", type=lambda word: FORMAT_ALIASES.get(word, word),
+                   help="; ".join(f"{word}: {said[word]}" for word in choices))
+    p.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+
+
+def gpu_list(value: str) -> list[int]:
+    """argparse type of --gpus: distinct positions among the visible GPUs, `0,2` -> [0, 2]."""
+    words = [w.strip() for w in value.split(",")]
+    if not all(w.isdigit() and w.isascii() for w in words):
+        raise argparse.ArgumentTypeError(f"{value!r}: give positions of visible GPUs as whole numbers, e.g. 0 or 0,2")
+    chosen = [int(w) for w in words]
+    if len(set(chosen)) != len(chosen):
+        raise argparse.ArgumentTypeError(f"{value!r}: a GPU is named twice")
+    return chosen
+
+
 def positive_seconds(value: str) -> float:
     """argparse type of --run-limit and --compile-limit: a positive, finite number of seconds (nan and inf
     would switch a limit off)."""

@@ -6,6 +6,8 @@ protocol (grader.batch.worker's docstring) and behaves as the submission's first
   // FAKE: hang-run         reports `compile`, `verify`, then sleeps (run limit)
   // FAKE: segv             reports `compile`, `verify`, then dies of SIGSEGV
   // FAKE: exit             writes a line to stderr and exits 1 without a result
+  // FAKE: graded V F       a kernel graded as a GPU would: verdict V (gold, silver, fail), fraction F of the
+                            floor, compiled and correct at every shape (its Gradescope score: 10, 8 or 5)
   // FAKE: hang-counters    sends a gold `graded` report, starts `sleep` in a session of its own and reports
                             its group (`child`), reports `counters`, then sleeps (the counters' limit)
   anything else             a normal error result, at once
@@ -57,5 +59,12 @@ if mode == "hang-counters":
     send(event="child", pgid=child.pid)
     send(event="stage", stage="counters", t=time.time())
     time.sleep(3600)
+if mode.startswith("graded "):
+    _, verdict, fraction = mode.split()
+    report = {"file": job["display"], "verdict": verdict, "stage": "grade", "reason": f"{fraction} of the copy floor",
+              "fraction": float(fraction), "compile": {"arch": "sm_90", "registers": 20},
+              "verification": [{"rows": 101, "cols": 97, "passed": True, "total": 9797, "message": "correct"}]}
+    send(event="result", phases={"total": 0.01}, report=report)
+    sys.exit(0)
 report = {"file": job["display"], "verdict": "error", "stage": "compile", "reason": f"fake result for {job['name']}"}
 send(event="result", phases={"total": 0.01}, report=report)

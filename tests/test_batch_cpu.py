@@ -124,7 +124,8 @@ def test_discover_files_student_folders_and_ids(tmp_path):
     items = {it.id: it for it in batch.discover([str(cls)])}
     assert sorted(items) == ["alice", "bob", "carol", "dave", "erin", "erin~2", "frank"]
     assert items["alice"].problem is None and items["alice"].real.name == "kernel.cu"
-    assert "2 .cu files (a.cu, b.cu); expected one" in items["bob"].problem
+    assert items["bob"].problem == "bob: student folder with 2 .cu files (bob/a.cu, bob/b.cu); expected one"
+    assert items["alice"].path == "alice/src/kernel.cu" and items["dave"].path == "dave.cu"  # relative to the class
     assert "no .cu file" in items["carol"].problem
     assert items["frank"].problem is None and len(items["dave"].sha256) == 64
 
@@ -152,7 +153,8 @@ def test_links_are_refused_before_reading_unless_inside_their_own_student_folder
         assert "a link, not followed; hand in the file itself" in items[i].problem, items[i]
         assert items[i].sha256 is None and items[i].real is None
     for i in ("carol", "erin"):
-        assert f"a link pointing outside its student folder {cls / i}" in items[i].problem
+        assert items[i].problem == f"{i}/k.cu: a link pointing outside its student folder {i}; refused without " \
+                                   "reading it"  # no path of this machine: the student reads it
         assert items[i].sha256 is None and items[i].real is None
     assert items["dan"].problem is None and items["dan"].real == cls / "dan" / ".src" / "kernel.cu"
     assert "no .cu file" in items["fay"].problem and "fay/src: a linked folder, not entered" in items["fay"].problem
@@ -188,7 +190,7 @@ def test_worker_clock_announces_compile_and_run_and_times_phases():
 def test_unreadable_paths_become_error_rows(tmp_path):
     cls = make_class(tmp_path, {"big.cu": b"//" + b"x" * (300 * 1024), "folder.cu/readme.txt": "x"})
     os.mkfifo(cls / "fifo.cu")
-    r = grade("batch", cls, tmp_path / "missing_student", "--out", tmp_path / "out", "--quiet")
+    r = grade("batch", *sorted(cls.iterdir()), tmp_path / "missing_student", "--out", tmp_path / "out", "--quiet")
     assert r.returncode in (0, 3), r.stderr
     rows = by_id(tmp_path / "out")
     assert "over the 262144-byte cap" in rows["big"]["error"]
@@ -243,8 +245,8 @@ def test_names_that_are_not_utf8_or_hold_controls_give_escaped_distinct_ids(tmp_
         assert os.fsencode(it.real).startswith(os.path.join(os.fsencode(cls), name))
         job = Job.from_line(Job.for_item(it, BatchSettings()).to_line())  # as the pool sends it to the worker
         assert open(job.path, "rb").read() == gold + name
-    assert items["caf\\xe9"].path.endswith("/caf\\xe9.cu") and items["caf\\\\xe9"].path.endswith("/caf\\\\xe9.cu")
-    assert items["st\\xfcdent"].path.endswith("/k\\xff.cu")
+    assert items["caf\\xe9"].path == "caf\\xe9.cu" and items["caf\\\\xe9"].path == "caf\\\\xe9.cu"
+    assert items["st\\xfcdent"].path == "st\\xfcdent/k\\xff.cu"
 
 
 def test_a_class_that_tries_everything_gives_one_row_per_student_each_its_own_file(tmp_path, no_gpu):
@@ -274,7 +276,7 @@ def test_a_class_that_tries_everything_gives_one_row_per_student_each_its_own_fi
         assert row["sha256"] == (hashlib.sha256(own[i]).hexdigest() if i in own else None), row
     for i in ("a\\nb", "caf\\xe9", "ivy", "jon"):
         assert rows[i]["verdict"] == "no-gpu", rows[i]
-    assert rows["a\\nb"]["path"].endswith("/a\\nb.cu") and rows["caf\\xe9"]["path"].endswith("/caf\\xe9.cu")
+    assert rows["a\\nb"]["path"] == "a\\nb.cu" and rows["caf\\xe9"]["path"] == "caf\\xe9.cu"  # relative to the class
     refused = {"carol": "a link pointing outside its student folder", "dave": "a link, not followed",
                "kim": "kim.cpp: not a .cu file; rename it kim.cu", "lee": "lee.tar.gz: an archive; unpack it"}
     for i, words in refused.items():
@@ -564,10 +566,14 @@ def test_usage_errors_exit_2(tmp_path):
     cls = make_class(tmp_path, {"a.cu": REFUSED_INCLUDE, "b.cu": REFUSED_INCLUDE})
     assert grade("batch", cls, "--shard", "3/2").returncode == 2
     assert grade("batch", cls, "--compile-limit", "0").returncode == 2
-    r = grade("batch", cls, "--format", "gradescope", "--out", tmp_path / "gs")
+    r = grade("batch", cls / "a.cu", cls / "b.cu", "--format", "gradescope", "--out", tmp_path / "gs")
     assert r.returncode == 2 and "one submission" in r.stderr
     res = json.loads((tmp_path / "gs" / "results.json").read_text())
     assert res["score"] == 0.0 and "found 2 (a, b)" in res["output"]
+    r = grade("batch", cls, "--format", "gradescope", "--out", tmp_path / "gs2")  # PATH: the student's folder
+    assert r.returncode in (0, 3), r.stderr
+    res = json.loads((tmp_path / "gs2" / "results.json").read_text())
+    assert res["score"] == 0.0 and "class: student folder with 2 .cu files (class/a.cu, class/b.cu)" in res["output"]
     (tmp_path / "empty").mkdir()
     r = grade("batch", tmp_path / "empty", "--out", tmp_path / "o")
     assert r.returncode == 2 and "nothing to grade" in r.stderr
@@ -660,7 +666,7 @@ def test_resume_regrades_what_is_missing_asked_for_or_graded_without_a_gpu():
 
 
 def test_exit_codes_are_documented():
-    for code in ("0  every submission", "2  usage error", "3  no GPU", "4  incomplete"):
+    for code in ("0  every submission", "2  nothing graded", "3  no GPU", "4  incomplete"):
         assert code in batch.__doc__
 
 
@@ -674,7 +680,7 @@ def test_csv_neutralises_formulas_and_terminal_text_is_printable():
     text = gb.gradebook_csv([_row("=HYPERLINK(\"http://x\")"), _row("-2+3"), _row("ok", "gold", "fine", 0.95)])
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[1][0].startswith("'=") and rows[2][0].startswith("'-")
-    assert rows[3][:3] == ["ok", "gold", "0.950"]
+    assert rows[3][:4] == ["ok", "ok.cu", "gold", "0.950"]
     shown = markdown_cell("evil\x1b[31m|name\n")
     assert "\x1b" not in shown and "\n" not in shown and "\\|" in shown
 

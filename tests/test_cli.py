@@ -129,7 +129,7 @@ def test_json_format_reports_an_input_error_as_one_json_object(capsys):
     assert main(["does/not/exist.cu", "--format", "json"]) == EXIT_INPUT
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert report["verdict"] == "error" and report["stage"] == "input" and report["file"] == "does/not/exist.cu"
+    assert report["verdict"] == "error" and report["stage"] == "input" and report["file"] == "exist.cu"
     assert "no such file" in report["reason"] and "no such file" in captured.err
 
 
@@ -207,7 +207,7 @@ def test_help_lists_every_command_and_every_exit_code(flag, capsys):
 
 @pytest.mark.parametrize("argv, codes", [
     (["file", "-h"], ALL_CODES), (["x.cu", "-h"], ALL_CODES), (["selfcheck", "-h"], (0, 1, 2, 3, 4, 130)),
-    (["batch", "-h"], (0, 2, 3, 4, 130)), (["merge", "-h"], (0, 2, 4, 130)), (["cache", "-h"], (0, 2, 130)),
+    (["batch", "-h"], (0, 2, 3, 4, 130)), (["merge", "-h"], (0, 2, 4, 130)), (["cache", "-h"], (0, 1, 2, 130)),
     (["slurm-script", "-h"], (0, 2)),
 ])
 def test_every_commands_help_lists_its_exit_codes(argv, codes, capsys):

@@ -14,7 +14,7 @@ import pytest
 from cuda.bindings import driver, nvrtc
 
 import grader.grade
-from grader.batch import command as batch, pool, worker
+from grader.batch import command as batch, gpus, pool, worker
 from grader.build import toolkit
 from grader.cli import main
 from grader.gpu.device import KERNEL_FAULTS, Gpu, grader_call_failed
@@ -101,7 +101,7 @@ def test_the_api_raises_install_error(monkeypatch):
 
 def test_batch_on_an_incomplete_install_stops_with_exit_4_and_no_rows(tmp_path, monkeypatch, capsys):
     probe = HIDE_BINDINGS + "import json; from grader.batch.worker import probe; print(json.dumps(probe()))"
-    monkeypatch.setattr(batch, "PROBE_COMMAND", [sys.executable, "-c", probe])
+    monkeypatch.setattr(gpus, "PROBE_COMMAND", [sys.executable, "-c", probe])
     cls = tmp_path / "class"
     cls.mkdir()
     for name in ("alice", "bob"):
@@ -116,7 +116,7 @@ def test_batch_on_an_incomplete_install_stops_with_exit_4_and_no_rows(tmp_path, 
 def test_a_worker_on_an_incomplete_install_never_becomes_ready(tmp_path, monkeypatch, capsys):
     code = HIDE_BINDINGS + "from grader.batch.worker import main; sys.exit(main(sys.argv[1:]))"
     monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, "-c", code])
-    monkeypatch.setattr(batch, "run_probe", lambda: {"count": 0, "names": [], "reason": "test: no GPU"})
+    monkeypatch.setattr(gpus, "run_probe", lambda: {"count": 0, "names": [], "reason": "test: no GPU"})
     cls = tmp_path / "class"
     cls.mkdir()
     (cls / "alice.cu").write_text((SUBMISSIONS / "gold_float4.cu").read_text())
@@ -190,7 +190,7 @@ def test_the_batch_probe_stops_on_a_gpu_nvrtc_cannot_compile_for(monkeypatch, tm
     monkeypatch.setattr(grader.gpu.device, "visible_arches", lambda: ["sm_70"])
     info = worker.probe()
     assert info["count"] == 1 and info["exit"] == EXIT_INPUT and "sm_70" in info["problem"]
-    monkeypatch.setattr(batch, "run_probe", lambda: info)
+    monkeypatch.setattr(gpus, "run_probe", lambda: info)
     assert batch.main(["batch", GOLD, "--out", str(tmp_path / "out"), "--quiet"]) == EXIT_INPUT
     assert "is older than" in capsys.readouterr().err and not (tmp_path / "out").exists()
 

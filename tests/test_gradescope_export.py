@@ -162,7 +162,13 @@ def test_a_broken_metadata_file_stops_the_batch_before_anything_is_graded(tmp_pa
     r = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(folder), "--out", str(out)],
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 2 and "submission_metadata.yml: not readable" in r.stderr
-    assert "move submission_metadata.yml out of the folder" in r.stderr and not (out / "results.jsonl").exists()
+    assert "at line 2" in r.stderr and "add --no-metadata to grade without names" in r.stderr
+    assert not (out / "results.jsonl").exists()
+    r = subprocess.run([sys.executable, "-m", "grader.cli", "batch", str(folder), "--out", str(out), "--quiet",
+                        "--no-metadata"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode in (0, 3) and "not read (--no-metadata)" in r.stderr  # the class graded, without names
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    assert "@" not in (out / "scores.csv").read_text(encoding="utf-8-sig")
 
 
 def test_an_export_given_as_the_current_folder_is_read_too(tmp_path):
@@ -175,7 +181,7 @@ def test_an_export_given_as_the_current_folder_is_read_too(tmp_path):
 
 
 def test_a_folder_named_with_a_backslash_gets_its_submitters(tmp_path):
-    from grader.batch import command as batch
+    from grader.batch import discovery
 
     # the batch's id doubles the backslash (grader.text.name_text); the metadata's folder names are escaped the
     # same way, so the folder and its entry still meet
@@ -183,6 +189,7 @@ def test_a_folder_named_with_a_backslash_gets_its_submitters(tmp_path):
     (folder / "sub\\mission_1").mkdir(parents=True)
     (folder / "sub\\mission_1" / "k.cu").write_text(REFUSED_INCLUDE)
     (folder / gx.METADATA_NAME).write_text("'sub\\mission_1':\n  :submitters:\n  - :email: one@example.edu\n")
-    items = batch.discover([str(folder)])
-    batch.read_exports([str(folder)], items)
-    assert [(it.id, [s.email for s in it.submitters]) for it in items] == [("sub\\\\mission_1", ["one@example.edu"])]
+    found = discovery.find([str(folder)])
+    discovery.name_submitters(found)
+    assert [(it.id, [s.email for s in it.submitters]) for it in found.items] == [("sub\\\\mission_1",
+                                                                                   ["one@example.edu"])]

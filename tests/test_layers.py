@@ -46,12 +46,14 @@ LAYERS = [
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
-    ["grader.batch.protocol"],
+    ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
     # the class page, from the gradebook: what each row means (triage), its colours, style and script, its plots;
-    # what a merge should have (its rows against the class); the Slurm script
-    ["grader.batch.triage", "grader.batch.classpage_assets", "grader.batch.expect", "grader.batch.slurm"],
+    # the GPUs a batch plans for; the results files a merge reads; what a merge should have (its rows against the
+    # class); the Slurm script
+    ["grader.batch.triage", "grader.batch.classpage_assets", "grader.batch.gpus", "grader.batch.merging",
+     "grader.batch.expect", "grader.batch.slurm"],
     ["grader.batch.classplots"],
     ["grader.batch.classpage"],
     ["grader.batch.command"],

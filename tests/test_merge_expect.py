@@ -159,3 +159,57 @@ def test_many_missing_are_cut_after_twenty(tmp_path, capsys):
     (tmp_path / "r2" / "results.shard-1-of-1.jsonl").write_text(row(cls, "p000").model_dump_json() + "\n")
     code, err = merge(tmp_path / "book", tmp_path / "r2", "--expect", cls, capsys=capsys)
     assert "29 of 30" in err and "and 9 more" in err
+
+
+def test_json_reports_what_the_check_found(tmp_path, capsys):
+    """`grade merge --json`: one document on stdout with the exit code, the rows merged and `expected` (what
+    --expect and --shards found); the lines of stderr are its warnings."""
+    cls = make_class(tmp_path / "class")
+    write_shards(cls, tmp_path / "results", 4, shards=[1, 2, 3])
+    code = batch.main(["merge", str(tmp_path / "book"), str(tmp_path / "results"), "--expect", str(cls),
+                       "--shards", "4", "--json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert code == doc["exit_code"] == EXIT_INCOMPLETE
+    assert doc["complete"] is False and doc["submissions"] == 9 and doc["left"] == 3
+    assert doc["expected"] == {"expect": [str(cls)], "expected": 12, "shards": 4, "complete": False,
+                               "missing": ["s04", "s08", "s12"], "stale": [], "lost_shards": [4], "dropped": []}
+    assert any("shard 4 of 4 has no results file" in w for w in doc["warnings"]) and "shard 4 of 4" in err
+    assert (tmp_path / "book" / "gradebook.json").is_file() and doc["files"]["json"].endswith("gradebook.json")
+    write_shards(cls, tmp_path / "results", 4)
+    code = batch.main(["merge", str(tmp_path / "book"), str(tmp_path / "results"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert (code, doc["complete"], doc["expected"], doc["submissions"]) == (EXIT_PASS, True, None, 12)
+
+
+def test_a_torn_row_stops_the_merge_before_the_check_and_accepted_it_is_a_missing_submission(tmp_path, capsys):
+    """A shard's last row cut short (a kill while it was written): the merge writes nothing (exit 2, the file and
+    line named); with --accept-problems it writes the gradebook of the rows there are, and --expect names the
+    student the torn row stood for (exit 4)."""
+    cls = make_class(tmp_path / "class")
+    write_shards(cls, tmp_path / "results", 4)
+    last = tmp_path / "results" / "results.shard-2-of-4.jsonl"
+    lines = last.read_text().splitlines()
+    last.write_text("\n".join(lines[:-1] + [lines[-1][:60]]) + "\n")  # s10's row torn
+    code, err = merge(tmp_path / "book", tmp_path / "results", "--expect", cls, "--shards", 4, capsys=capsys)
+    assert code == EXIT_INPUT and f"{last}:3: torn" in err and "nothing was written" in err
+    assert not (tmp_path / "book").exists()
+    code, err = merge(tmp_path / "book", tmp_path / "results", "--expect", cls, "--shards", 4, "--accept-problems",
+                      capsys=capsys)
+    assert code == EXIT_INCOMPLETE and "accepted:" in err
+    assert "1 of 12 submission(s) have no row: shard 2: s10" in err and "run shard(s) 2 of 4 again" in err
+    settings = json.loads((tmp_path / "book" / "gradebook.json").read_text())["settings"]
+    assert settings["missing"] == ["s10"] and [p["kind"] for p in settings["problems_accepted"]] == ["torn"]
+
+
+def test_the_class_given_as_its_folders_entries_gives_the_same_ids(tmp_path, capsys):
+    """`--expect class/*` (as `grade batch class/*` was run) finds the ids `--expect class` finds."""
+    cls = make_class(tmp_path / "class", IDS[:4])
+    (cls / "s05").mkdir()
+    (cls / "s05" / "kernel.cu").write_text("// s05\n")
+    write_shards(cls, tmp_path / "results", 1)
+    code, err = merge(tmp_path / "book", tmp_path / "results", "--expect", cls, capsys=capsys)
+    assert code == EXIT_INCOMPLETE and "1 of 5 submission(s) have no row: s05" in err
+    entries = [a for p in sorted(cls.iterdir()) for a in ("--expect", p)]
+    code, err = merge(tmp_path / "book", tmp_path / "results", *entries, capsys=capsys)
+    assert code == EXIT_INCOMPLETE and "1 of 5 submission(s) have no row: s05" in err

@@ -192,9 +192,10 @@ def test_scores_csv_gives_points_to_graded_rows_only(tmp_path):
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with BOM: a spreadsheet reads the names right
     table = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert tuple(table[0]) == gb.SCORES_COLUMNS
-    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold", "", ""],
-                         ["", "1", "李雷", "fail", "", ""], ["", "", "no_gpu_student", "no-gpu", "", ""],
-                         ["", "", "'=cmd", "error", "", ""]]  # Name and SID: from a Gradescope export only
+    assert table[1:] == [["zoë@example.edu", "10", "zoë@example.edu", "gold", "", "", "zoë@example.edu.cu"],
+                         ["", "1", "李雷", "fail", "", "", "李雷.cu"], ["", "", "no_gpu_student", "no-gpu", "", "",
+                                                                   "no_gpu_student.cu"],
+                         ["", "", "'=cmd", "error", "", "", "'=cmd.cu"]]  # Name and SID: from a Gradescope export only
 
 
 # --- benchmarks without a GPU ----------------------------------------------------------------------------
@@ -259,10 +260,10 @@ def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, 
     assert main([str(src), "--format", fmt]) == EXIT_NO_GPU
     out = capsys.readouterr().out
     if fmt == "text":
-        assert out.splitlines()[0] == f"{tmp_path}/{shown}: biasGeluFused" and "\nVerdict: GOLD" not in out
+        assert out.splitlines()[0] == f"{shown}: biasGeluFused" and "\nVerdict: GOLD" not in out  # its base name
     elif fmt == "json":
         report = json.loads(out)
-        assert report["verdict"] == "no-gpu" and report["file"] == f"{tmp_path}/{shown}"
+        assert report["verdict"] == "no-gpu" and report["file"] == shown
     else:
         results = json.loads(out)
         assert results["score"] == 0.0 and all(ch.isprintable() or ch == "\n" for ch in results["output"])

@@ -1,23 +1,27 @@
 """`grade batch` and `grade merge`: grade a whole class, each submission in its own process, resumably.
 
-This module finds the submissions (their ids, the files that are not `.cu`, the links it refuses), keys each row for
-resume, starts the workers (grader.batch.pool, grader.batch.worker) and writes the class's outputs
-(grader.batch.gradebook, grader.output.student_files, grader.batch.classpage). What each of those does for the
-instructor, with every option and output: docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
+This module finds the submissions (grader.batch.discovery: their ids and paths, whose metadata names them, the files
+that are not `.cu`, the links it refuses), keys each row for resume, starts the workers (grader.batch.pool,
+grader.batch.worker) and writes the class's outputs (grader.batch.gradebook, grader.output.student_files,
+grader.batch.classpage); `grade merge` reads the shards' results files (grader.batch.merging). Both answer through
+grader.batch.reply (stderr, and one JSON document with --json). What each of those does for the instructor, with
+every option and output: docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
-  2  usage error: bad option, nothing to grade, OUT locked by another batch, merge input unreadable, no
-     NVRTC sandbox on this machine without --unsandboxed, a GPU the installed NVRTC cannot compile for
-     (nothing graded)
+  2  nothing graded: bad option, nothing to grade, OUT locked by another batch, a metadata file that cannot be
+     read (without --no-metadata), a --gpus naming no visible GPU, no NVRTC sandbox on this machine without
+     --unsandboxed, a GPU the installed NVRTC cannot compile for
   3  no GPU: every submission has a row, but verification and timing were skipped (rows are no-gpu or error)
   4  incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM), a worker could not start,
      a row is busy (the GPU was shared while timing), or the install is incomplete (a CUDA extra missing:
      nothing graded, no row written); run the same command again to finish
   130 interrupted (Ctrl-C) before grading began (finding the submissions, probing the GPUs)
-`grade merge`: 0 merged; 2 usage error (a RESULTS or --expect path missing, no result rows); 4 incomplete (with
---expect or --shards: a submission without a row, a stale row, a shard without its results file; the rows there are
-still merged: grader.batch.expect); 130 interrupted.
+`grade merge`: 0 merged; 2 nothing written (a RESULTS or --expect path missing, no result rows, or rows that cannot
+be trusted: torn, foreign, duplicate or not as their reports say, without --accept-problems); 4 incomplete (with
+--expect or --shards: a submission without a row, a stale row, a shard without its results file; the gradebook of
+the rows there are is still written: grader.batch.expect); 130 interrupted.
+With --format gradescope every exit writes OUT/results.json (not graded, with the reason, where nothing was).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -36,28 +39,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grader
-from grader.batch import discovery, expect, gradebook as gb, pool, protocol, slurm, worker
+from grader.batch import (discovery, expect, gpus, gradebook as gb, merging, people, pool, protocol, reply, slurm,
+                          worker)
 from grader.build import sandbox
 from grader.batch.classpage import write_page
 from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
-                                    parse_shard, read_exports, shard, unique_ids)
+                                    parse_shard, shard, unique_ids)
+from grader.batch.gpus import GpuPlan, plan_gpus, probe_gpus, run_probe  # noqa: F401 - the batch's GPUs
+from grader.batch.reply import ClassRun, Reply, files_shown
 from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
                            Interrupted, Stage, WorkerStartError, exit_codes_help)
 from grader.output.student_files import REPORTS_DIR, write_report
 from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-from grader.output.gradescope_export import METADATA_NAME
-from grader.options import HelpFormatter, arch_type, positive_number, positive_seconds, seed_type
-from grader.batch.pool import Progress, Slot, child_env, item_error, run_jobs
+from grader.options import (HelpFormatter, add_format_options, arch_type, gpu_list, positive_number, positive_seconds,
+                            seed_type)
+from grader.batch.pool import Progress, Slot, item_error, run_jobs
 from grader.batch.protocol import (DEFAULT_COMPILE_LIMIT, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_RUN_LIMIT, BatchSettings,
                                    Item)
 from grader.output.report import GradeReport
 from grader.text import printable
 
-PROBE_TIMEOUT = 120.0
-PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
-PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm)
+PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm, gpus, merging, people, reply)
 """The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
 
 
@@ -115,59 +119,6 @@ def result_key(item: Item, settings: dict[str, object]) -> str:
     return hashlib.sha256(json.dumps({**what, **settings}, sort_keys=True).encode()).hexdigest()
 
 
-# --- GPUs ----------------------------------------------------------------------------------------------
-@dataclass
-class GpuPlan:
-    """The CUDA_VISIBLE_DEVICES entry of each worker slot (None: no GPU), the card names, why there is no GPU
-    when there is none, and `problem`: why nothing can be graded here at all (an incomplete install, a GPU the
-    installed NVRTC cannot compile for), with the exit code `problem_exit` the batch stops with."""
-
-    entries: list[str | None]
-    names: list[str]
-    reason: str = ""
-    problem: str = ""
-    problem_exit: int = 0
-
-
-def run_probe() -> dict:
-    """The answer of a short-lived `python -m grader.batch.worker --probe` child (grader.batch.worker.probe): count,
-    names and reason, plus problem and exit when nothing can be graded (this process never initialises CUDA: a
-    forked or later-spawned CUDA user must start clean). A probe that fails means no GPU, with the reason."""
-    try:
-        out = subprocess.run(PROBE_COMMAND, capture_output=True,
-                             timeout=PROBE_TIMEOUT, env=child_env(None), cwd=tempfile.gettempdir(), text=True)
-        info = json.loads(out.stdout.strip().splitlines()[-1])
-        return {**info, "count": int(info["count"]), "names": list(info["names"])}
-    except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError) as err:
-        return {"count": 0, "names": [], "reason": f"the GPU probe failed ({type(err).__name__})"}
-
-
-def probe_gpus() -> tuple[int, list[str], str]:
-    """(count, names, reason) of the GPUs visible to this process's environment (run_probe)."""
-    info = run_probe()
-    return info["count"], info["names"], str(info.get("reason", ""))[:120]
-
-
-def plan_gpus(gpus: str | None, workers: int) -> GpuPlan:
-    """One slot per visible GPU (or per entry of `gpus`, positions among the visible ones, e.g. '0,2');
-    `workers` slots without a GPU when none is visible."""
-    info = run_probe()
-    count, names, reason = info["count"], info["names"], str(info.get("reason", ""))[:120]
-    if info.get("problem"):
-        return GpuPlan(entries=[], names=names, reason=reason, problem=str(info["problem"]),
-                       problem_exit=int(info.get("exit", EXIT_INCOMPLETE)))
-    if count == 0:
-        return GpuPlan(entries=[None] * max(1, workers), names=[], reason=reason)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = [e.strip() for e in visible.split(",")][:count] if visible else [str(i) for i in range(count)]
-    chosen = list(range(count))
-    if gpus:
-        chosen = [int(g) for g in gpus.split(",") if g.strip()]
-        if any(not 0 <= g < count for g in chosen) or len(set(chosen)) != len(chosen):
-            raise ValueError(f"--gpus {gpus}: {count} GPU(s) visible, give distinct positions 0..{count - 1}")
-    return GpuPlan(entries=[ids[g] for g in chosen], names=[names[g] for g in chosen])
-
-
 # --- the command ---------------------------------------------------------------------------------------
 def batch_parser() -> argparse.ArgumentParser:
     """The argument parser of `grade batch` (options and defaults as in the module docstring)."""
@@ -177,8 +128,9 @@ def batch_parser() -> argparse.ArgumentParser:
         "GPU; results kept as they come, so a rerun finishes an interrupted batch.",
         epilog=exit_codes_help(
             (EXIT_PASS, "every submission has a row (whatever the verdicts)"),
-            (EXIT_INPUT, "usage error: bad option, nothing to grade, OUT locked by another batch, no NVRTC sandbox "
-                         "without --unsandboxed, a GPU the installed NVRTC cannot compile for (nothing graded)"),
+            (EXIT_INPUT, "nothing graded: bad option, nothing to grade, OUT locked by another batch, a metadata "
+                         "file that cannot be read, a --gpus naming no visible GPU, no NVRTC sandbox without "
+                         "--unsandboxed, a GPU the installed NVRTC cannot compile for"),
             (EXIT_NO_GPU, "no GPU: every submission has a row, static checks only (verification and timing need one)"),
             (EXIT_INCOMPLETE, "incomplete: --limit reached, interrupted once grading began (Ctrl-C, SIGTERM: the "
                               "rows so far are kept), a worker could not start, a row is busy, or the install "
@@ -188,7 +140,8 @@ def batch_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a class folder (one .cu per student, or one folder "
-                   "per student holding one .cu), or .cu files")
+                   "per student holding one .cu), or several: .cu files, student folders (`uploads/*`: the ids "
+                   "the class folder gives), and a submission_metadata.yml that names them")
     p.add_argument("--out", default="results", help="folder for results.jsonl, the gradebook, reports/ and index.html "
                    "(default: results)")
     p.add_argument("--compile-limit", type=positive_seconds, default=DEFAULT_COMPILE_LIMIT, metavar="S",
@@ -198,7 +151,8 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=positive_number, default=DEFAULT_MEMORY_LIMIT_GIB, metavar="GIB",
                    help=f"stop a worker whose resident memory passes this (default {DEFAULT_MEMORY_LIMIT_GIB:g} GiB)")
     p.add_argument("--shard", metavar="K/N", help="grade only slice K of N (1-based; sorted by id, round robin)")
-    p.add_argument("--gpus", metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); default all")
+    p.add_argument("--gpus", type=gpu_list, metavar="LIST", help="use only these visible GPUs (positions, e.g. 0,2); "
+                   "default all; naming a GPU where none is visible is an error")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="parallel workers when there is no GPU (static checks only); default 1")
     p.add_argument("--limit", type=int, metavar="N", help="grade at most N submissions in this run (exit 4 if "
@@ -207,9 +161,15 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--regrade", action="store_true", help="ignore earlier results and grade everything again")
     p.add_argument("--arch", type=arch_type, default=None, help="compile target when there is no GPU (default sm_90)")
     p.add_argument("--seed", type=seed_type, help="the same input seed for every submission (default: fresh per run)")
-    p.add_argument("--format", choices=("gradebook", "gradescope"), default="gradebook",
-                   help="gradescope: one submission; also write OUT/results.json in Gradescope's format")
-    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    add_format_options(p, ("text", "json", "gradescope"), {
+        "text": "the summary table on stdout (default)",
+        "json": "the run's summary as one JSON document on stdout, progress and warnings on stderr",
+        "gradescope": "one submission (PATH: the student's folder): also write OUT/results.json for Gradescope"})
+    p.add_argument("--no-metadata", action="store_true", help="read no submission_metadata.yml or .json: grade "
+                   "without the students' names and emails (a metadata file that cannot be read otherwise stops "
+                   "the batch)")
+    p.add_argument("--quiet", action="store_true", help="no progress line and no summary table (warnings still "
+                   "go to stderr)")
     p.add_argument("--counters", action="store_true",
                    help="also measure each timed kernel's DRAM and L2 bytes with Nsight Compute (ncu); never "
                         "changes a verdict")
@@ -225,21 +185,32 @@ def batch_parser() -> argparse.ArgumentParser:
 
 def merge_parser() -> argparse.ArgumentParser:
     """The argument parser of `grade merge OUT RESULTS...`."""
-    p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards (results*.jsonl "
-                                "files, or folders holding them) into one gradebook in OUT.",
+    p = argparse.ArgumentParser(prog="grade merge", description="Join the results of batch shards into one "
+                                "gradebook in OUT: the files a batch writes in each folder given (results.jsonl, "
+                                "results.shard-K-of-N.jsonl), or results files given by path.",
                                 epilog=exit_codes_help((EXIT_PASS, "merged"),
-                                                       (EXIT_INPUT, "usage error: bad option, a RESULTS or "
-                                                                    "--expect path missing, or no result rows to "
-                                                                    "merge"),
+                                                       (EXIT_INPUT, "nothing written: bad option, a RESULTS or "
+                                                                    "--expect path missing, no result rows, or rows "
+                                                                    "that cannot be trusted (torn, foreign, "
+                                                                    "duplicate, not as their reports say; each "
+                                                                    "named by file and line) without "
+                                                                    "--accept-problems"),
                                                        (EXIT_INCOMPLETE, "incomplete (--expect, --shards): "
                                                                          "submissions or shards missing, named on "
-                                                                         "stderr; the rows found are merged"),
+                                                                         "stderr; the gradebook of the rows found "
+                                                                         "is written"),
                                                        EXIT_INTERRUPTED),
                                 formatter_class=HelpFormatter)
     p.add_argument("out", metavar="OUT", help="folder for gradebook.csv, gradebook.json, summary.md, scores.csv, "
                    "reports/ and index.html")
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="results*.jsonl files or folders holding them")
-    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="folders holding a batch's results files, or "
+                   "results files")
+    add_format_options(p, ("text", "json"), {"text": "the files written, on stdout (default)",
+                                             "json": "the merge's summary as one JSON document on stdout"})
+    p.add_argument("--accept-problems", action="store_true", help="write the gradebook even though rows are torn, "
+                   "foreign, duplicated or not as their reports say (each is still listed, and kept in "
+                   "gradebook.json); a duplicated id keeps its latest row")
+    p.add_argument("--quiet", action="store_true", help="print nothing but warnings and errors")
     expect.add_options(p)
     return p
 
@@ -259,31 +230,36 @@ def batch_main(argv: list[str]) -> int:
 
 def run_batch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """`grade batch` on arguments parsed by batch_parser() (or the `grade` command's copy of it, `parser`, which
-    reports a bad option); returns the exit code. The steps: find the items, plan (GPUs, sandbox, settings,
-    keys), resume (the rows already graded), grade the rest, write the outputs."""
+    reports a bad option); returns the exit code. The steps: find the items and who handed them in, plan (GPUs,
+    sandbox, settings, keys), resume (the rows already graded), grade the rest, write the outputs."""
     k, n = _checked_options(args, parser)
-    items = find_items(args, k, n)
-    if isinstance(items, int):
-        return items
-    plan = plan_batch(args, items, f".shard-{k}-of-{n}" if args.shard else "")
+    say = Reply("batch", args.format == "json", args.out)
+    if args.format == "gradescope":  # never a Gradescope run without results.json: the student sees why
+        say.on_fail = lambda message: _not_graded(Path(args.out), message)
+    found = find_items(args, k, n, say)
+    if isinstance(found, int):
+        return found
+    items, exports = found
+    plan = plan_batch(args, items, exports, (k, n), say)
     if isinstance(plan, int):
         return plan
     try:
         store = gb.ResultStore(plan.results_path)
     except OSError as err:
-        return _usage(f"cannot write {plan.results_path} ({err.strerror or err}); is another batch using this "
-                      "folder?")
-    known = {row.key: row for row in gb.load_files(sorted(plan.out.glob(gb.RESULTS_GLOB)))[0]}
+        return say.fail(f"cannot write {plan.results_path} ({err.strerror or err}); is another batch using this "
+                        "folder?")
+    reading = merging.read_results(merging.results_files([str(plan.out)])[0])
+    known = {row.key: row for row, _, _ in reading.rows}
     todo, kept = resume(plan.items, known, regrade=args.regrade, retry_errors=args.retry_errors,
                         gpu_seen=bool(plan.gpus.names))
-    rows = RowWriter(plan.out, store, kept)
+    rows = RowWriter(plan, store, kept)
     progress = Progress(len(plan.items), len(kept), len(plan.gpus.entries), args.quiet)
     try:
         complete = grade_items(plan, todo[: args.limit] if args.limit is not None else todo, rows, progress)
     finally:
         progress.end()
         store.close()
-    return write_batch(plan, rows.results, complete, args)
+    return write_batch(plan, rows.results, complete, args, say)
 
 
 def _checked_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[int, int]:
@@ -299,36 +275,61 @@ def _checked_options(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     return k, n
 
 
-def find_items(args: argparse.Namespace, k: int, n: int) -> list[Item] | int:
-    """The submissions to grade (discover; shard k of n with --shard; one for --format gradescope), or the
-    exit code of a usage error (no such path, an --out that is a file, nothing to grade)."""
+def find_items(args: argparse.Namespace, k: int, n: int, say: Reply) -> tuple[list[Item], dict] | int:
+    """(the submissions to grade, the metadata files that named them) (grader.batch.discovery: find, then
+    name_submitters; shard k of n with --shard; one for --format gradescope), or the exit code when nothing can be
+    graded (no such path, an --out that is a file, a metadata file that cannot be read, nothing to grade). What
+    was ignored, and the remarks on submissions, are said as warnings."""
     if not any(os.path.lexists(raw) for raw in args.paths):  # a typo'd class folder: not a student's row
-        return _usage(f"no such file or folder: {', '.join(printable(m, 80) for m in args.paths[:5])}; nothing "
-                      "was graded")
+        return say.fail(f"no such file or folder: {', '.join(printable(m, 80) for m in args.paths[:5])}; nothing "
+                        "was graded")
     out_problem = _out_problem(Path(args.out))
     if out_problem:
-        return _usage(out_problem)
-    items = discover(args.paths, exclude=Path(args.out))
-    if args.shard:
-        items = shard(items, k, n)
-    if args.format == "gradescope" and any(not it.stray for it in items):
+        return say.fail(out_problem)
+    gradescope = args.format == "gradescope"
+    found = discovery.find(args.paths, exclude=Path(args.out), one=gradescope)
+    exports: dict[str, dict[str, int]] = {}
+    if args.no_metadata:
+        found.ignored += [f"{printable(str(m), 120)}: not read (--no-metadata)" for m in found.metadata]
+    else:
+        try:
+            exports, warnings = discovery.name_submitters(found, lenient=gradescope)
+        except InputError as err:
+            return say.fail(f"{err}; fix it, or add --no-metadata to grade without names")
+        found.ignored += warnings
+    for line in found.ignored + [r for it in found.items for r in it.remarks]:
+        say.warn(line)
+    items = shard(found.items, k, n) if args.shard else found.items
+    if gradescope and any(not it.stray for it in items):
         items = [it for it in items if not it.stray]  # one student's folder: a .cpp beside the .cu is host code
-    if args.format == "gradescope" and len(items) != 1:
-        found = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
-        message = f"--format gradescope grades one submission; {len(items)} found ({found})"
+    if gradescope and len(items) != 1:
+        listed = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         gb.write_json(Path(args.out) / "results.json", gradescope_refusal(
-            f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({found})."))
-        return _usage(message)
+            f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({listed})."))
+        say.on_fail = None
+        return say.fail(f"--format gradescope grades one submission; {len(items)} found ({listed})")
     if not items:
-        return _usage("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
-    return items
+        return say.fail("nothing to grade: no .cu file or student folder under " + " ".join(args.paths))
+    return items, exports
+
+
+def _not_graded(out: Path, message: str) -> None:
+    """Write OUT/results.json saying the submission was not graded, and why (the Gradescope route's every exit
+    where nothing was graded: the student must never see only "autograder failed")."""
+    try:
+        gb.write_json(out / "results.json", gradescope_not_graded(
+            f"not graded: the grader could not grade here ({printable(message, 300)}); this is not your "
+            "submission's fault: tell the course staff"))
+    except OSError:
+        pass
 
 
 @dataclass
 class BatchPlan:
-    """What a batch grades and how: its items (each with its resume key), the Gradescope exports that named
-    them (read_exports), the GPU slots, the settings (and `key`, their part of every row's key: settings_for),
-    the sandbox's state, the output folder and the shard's `suffix` of the output names."""
+    """What a batch grades and how: its items (each with its resume key), the Gradescope metadata files that named
+    them (grader.batch.discovery.name_submitters), the GPU slots, the settings (and `key`, their part of every row's
+    key: settings_for), the sandbox's state, the output folder, the shard ("K/N", None without --shard) and its
+    `suffix` of the output names."""
 
     items: list[Item]
     exports: dict[str, dict[str, int]]
@@ -347,67 +348,71 @@ class BatchPlan:
         return self.out / f"results{self.suffix}.jsonl"
 
 
-def plan_batch(args: argparse.Namespace, items: list[Item], suffix: str) -> BatchPlan | int:
-    """The plan of a batch on `items` (BatchPlan; every item's key set), or the exit code when nothing can be
-    graded: a Gradescope export that cannot be read, a bad --gpus, an incomplete install or a GPU the installed
-    NVRTC cannot compile for, no sandbox without --unsandboxed."""
+def plan_batch(args: argparse.Namespace, items: list[Item], exports: dict[str, dict[str, int]],
+               slice: tuple[int, int], say: Reply) -> BatchPlan | int:
+    """The plan of a batch on `items` (BatchPlan; every item's key set; `slice`: the shard (K, N)), or the exit code
+    when nothing can be graded: a bad --gpus, an incomplete install or a GPU the installed NVRTC cannot compile
+    for, no sandbox without --unsandboxed."""
     try:
-        exports = read_exports(args.paths, items)
-    except InputError as err:
-        return _usage(f"{err}; fix it, or move {METADATA_NAME} out of the folder to grade without names")
-    try:
-        gpus = plan_gpus(args.gpus, args.workers)
+        plan = plan_gpus(args.gpus, args.workers)
     except ValueError as err:
-        return _usage(str(err))
-    if gpus.problem:  # nothing can be graded on this machine: stop before any row, and say why
-        print(f"grade batch: {gpus.problem}; nothing was graded", file=sys.stderr)
-        if args.format == "gradescope":
-            gb.write_json(Path(args.out) / "results.json", gradescope_not_graded(gpus.problem))
-        return gpus.problem_exit
+        return say.fail(str(err))
+    if plan.problem:  # nothing can be graded on this machine: stop before any row, and say why
+        return say.fail(f"{plan.problem}; nothing was graded", plan.problem_exit)
     box = sandbox.state()
     if not box.available and not args.unsandboxed:
-        return _usage(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
-                      "this machine's files; grade on Linux 5.13+ with Landlock, or add --unsandboxed to rely "
-                      "on the include filter alone")
+        return say.fail(f"NVRTC cannot be sandboxed here ({box.reason}), so a submission could make it read "
+                        "this machine's files; grade on Linux 5.13+ with Landlock, or add --unsandboxed to rely "
+                        "on the include filter alone")
     if not box.available:
-        print(f"grade batch: warning: grading without the NVRTC sandbox ({box.reason}); recorded in the "
-              "gradebook", file=sys.stderr)
+        say.warn(f"warning: grading without the NVRTC sandbox ({box.reason}); recorded in the gradebook")
     settings = BatchSettings(arch=args.arch, seed=args.seed, sandbox=box.available, counters=args.counters,
                              counters_when_slow=args.counters_when_slow, compile_limit=args.compile_limit,
                              run_limit=args.run_limit, memory_limit_gib=args.memory_limit)
-    key = settings_for(settings, gpus.names)
+    key = settings_for(settings, plan.names)
     for it in items:
         it.key = result_key(it, key)
-    return BatchPlan(items=items, exports=exports, gpus=gpus, settings=settings, key=key, box=box,
-                     out=Path(args.out), suffix=suffix, shard=args.shard, gradescope=args.format == "gradescope")
+    k, n = slice
+    return BatchPlan(items=items, exports=exports, gpus=plan, settings=settings, key=key, box=box,
+                     out=Path(args.out), suffix=f".shard-{k}-of-{n}" if args.shard else "",
+                     shard=f"{k}/{n}" if args.shard else None, gradescope=args.format == "gradescope")
 
 
 def resume(items: list[Item], known: dict[str, gb.BatchResult], *, regrade: bool = False,
            retry_errors: bool = False, gpu_seen: bool = False) -> tuple[list[Item], dict[str, gb.BatchResult]]:
     """(the items to grade, in order; the rows kept, by key) given the rows `known` by key from earlier runs:
     an item is graded again when it has no row, with `regrade`, with `retry_errors` for an error row, and, when
-    a GPU is seen (`gpu_seen`), for a no-gpu or busy row. A kept row gets the submitters the item has now."""
+    a GPU is seen (`gpu_seen`), for a no-gpu or busy row. A kept row gets what the item says now: its submitters,
+    its path (relative to the class folder: its report's file too) and its remarks."""
     todo = [it for it in items if regrade or it.key not in known
             or (retry_errors and known[it.key].verdict == "error")
             or (gpu_seen and known[it.key].verdict in ("no-gpu", "busy"))]  # no GPU, or a busy one, last time
     again = {it.key for it in todo}
-    kept = {it.key: known[it.key].model_copy(update={"submitters": it.submitters, "submitted_at": it.submitted_at})
-            for it in items if it.key in known and it.key not in again}
+    kept = {it.key: _as_found_now(known[it.key], it) for it in items if it.key in known and it.key not in again}
     return todo, kept
+
+
+def _as_found_now(row: gb.BatchResult, item: Item) -> gb.BatchResult:
+    """`row`, an earlier run's, with what `item` says now (resume)."""
+    report = row.report.model_copy(update={"file": item.path}) if row.report is not None else None
+    return row.model_copy(update={"submitters": item.submitters, "submitted_at": item.submitted_at,
+                                  "path": item.path, "remarks": item.remarks, "report": report})
 
 
 class RowWriter:
     """Where each row lands the moment it is known: appended to the results file (`store`), its report written
-    under `out` (grader.output.student_files), and kept in `results` by key (with the rows kept from earlier runs)."""
+    under the plan's output folder (grader.output.student_files), and kept in `results` by key (with the rows kept
+    from earlier runs)."""
 
-    def __init__(self, out: Path, store: gb.ResultStore, kept: dict[str, gb.BatchResult]) -> None:
-        self.out, self.store, self.results = out, store, dict(kept)
+    def __init__(self, plan: BatchPlan, store: gb.ResultStore, kept: dict[str, gb.BatchResult]) -> None:
+        self.out, self.shard, self.store, self.results = plan.out, plan.shard, store, dict(kept)
 
     def record(self, item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
         """The row of `item` graded to `report` (phases: seconds; entry: its GPU's CUDA_VISIBLE_DEVICES value)."""
         row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
                              grader_version=grader.__version__, device=entry, phases=phases,
-                             submitters=item.submitters, submitted_at=item.submitted_at)
+                             submitters=item.submitters, submitted_at=item.submitted_at, shard=self.shard,
+                             remarks=item.remarks)
         self.results[item.key] = row = self.store.append(row)  # as written: escaped, as a rerun or merge reads it
         write_report(self.out, row.id, row.report, row.submitters, row.submitted_at)  # ready to send back at once
 
@@ -464,10 +469,12 @@ def _interrupt_on_signals():
                 pass
 
 
-def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: bool, args: argparse.Namespace) -> int:
-    """Write the gradebook of every row there is (write_class_outputs; Gradescope's results.json too), print
-    the summary unless quiet, and return the exit code (module docstring): 4 when incomplete or a row is busy,
-    3 when a row is no-gpu or there is no GPU, else 0."""
+def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: bool, args: argparse.Namespace,
+                say: Reply) -> int:
+    """Write the gradebook of every row there is (write_class_outputs; Gradescope's results.json too), say the
+    students on more than one submission, print the summary (text unless quiet, or the ClassRun with --json), and
+    return the exit code (module docstring): 4 when incomplete or a row is busy, 3 when a row is no-gpu or there
+    is no GPU, else 0."""
     rows = [results[it.key] for it in plan.items if it.key in results]
     complete = complete and len(rows) == len(plan.items)
     s = plan.settings
@@ -482,11 +489,20 @@ def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: b
         paths["gradescope"] = plan.out / "results.json"
         wall = rows[0].phases.get("wall", rows[0].phases.get("total"))
         gb.write_json(paths["gradescope"], gradescope_results(rows[0].report, execution_time=wall))
-    if not args.quiet:
-        _print_summary(book, paths, plan.gpus, complete, len(plan.items) - len(rows))
+    elif plan.gradescope:
+        _not_graded(plan.out, "the batch stopped before the submission was graded; run it again")
+    for who in book.shared:
+        say.warn(who.describe())
     if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
-        return EXIT_INCOMPLETE
-    return EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.gpus.names else EXIT_PASS
+        code = EXIT_INCOMPLETE
+    else:
+        code = EXIT_NO_GPU if any(r.verdict == "no-gpu" for r in rows) or not plan.gpus.names else EXIT_PASS
+    if not args.quiet and args.format != "json":
+        _print_summary(book, paths, plan.gpus, complete, len(plan.items) - len(rows))
+    return say.finish(ClassRun(command="batch", exit_code=code, out=str(plan.out), complete=complete,
+                               submissions=len(plan.items), left=len(plan.items) - len(rows), counts=book.counts,
+                               gpus=plan.gpus.names, no_gpu="" if plan.gpus.names else plan.gpus.reason,
+                               files=files_shown(paths)))
 
 
 def merge_main(argv: list[str]) -> int:
@@ -496,35 +512,60 @@ def merge_main(argv: list[str]) -> int:
 
 def run_merge(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """`grade merge` on arguments parsed by merge_parser() or the `grade` command's copy of it (`parser`, unused:
-    for the same call as run_batch's); returns the exit code."""
-    files: list[Path] = []
-    for raw in args.results:
-        p = Path(raw)
-        if p.is_dir():
-            files.extend(sorted(p.glob(gb.RESULTS_GLOB)))
-        elif p.is_file():
-            files.append(p)
-        else:
-            return _usage(f"{raw}: no such file or folder", "grade merge")
+    for the same call as run_batch's); returns the exit code. Reads the results files (grader.batch.merging), stops
+    on rows that cannot be trusted unless --accept-problems, picks the row that counts for each id, checks them
+    against --expect and --shards (grader.batch.expect) and writes one gradebook of them (write_merge)."""
+    say = Reply("merge", args.format == "json", args.out)
+    files, notes, missing = merging.results_files(args.results)
+    if missing:
+        return say.fail(f"{printable(missing[0], 200)}: no such file or folder; nothing was merged")
     out_problem = _out_problem(Path(args.out)) or expect.expect_problem(args)
     if out_problem:
-        return _usage(out_problem, "grade merge")
-    rows, bad = gb.load_files(files)
-    if not rows:
-        return _usage("nothing to merge: no result rows in " + " ".join(args.results), "grade merge")
-    expected = expect.check(list(gb.latest_by_id(rows).values()), files, args)
+        return say.fail(out_problem)
+    try:
+        reading = merging.read_results(files)
+    except OSError as err:
+        return say.fail(f"{printable(str(err.filename or ''), 200)}: cannot be read ({err.strerror or err}); nothing "
+                        "was merged")
+    for note in notes + reading.notes:
+        say.warn(note)
+    merged = merging.latest(reading)
+    if not merged:
+        return say.fail("nothing to merge: no result rows in " + " ".join(args.results), problems=reading.problems)
+    if reading.problems and not args.accept_problems:
+        return say.fail(f"{len(reading.problems)} row(s) cannot be trusted as they are (listed above, by file and "
+                        "line); nothing was written: fix or leave out what each line says, or add "
+                        "--accept-problems to write the gradebook anyway", problems=reading.problems)
+    return write_merge(expect.check(merged, files, args), files, reading, args, say)
+
+
+def write_merge(expected: expect.Expectation, files: list[Path], reading: merging.Reading,
+                args: argparse.Namespace, say: Reply) -> int:
+    """Write the merged gradebook of `expected.rows` (the rows that count, read from `files`, less those of
+    submissions no longer in the class) to OUT, with what --expect and --shards found in its settings; say what
+    was accepted, who is on more than one submission, and what was dropped or is missing; return the exit code:
+    0, or 4 when the check found something missing (grader.batch.expect)."""
+    for problem in reading.problems:  # accepted: still said, and kept in the gradebook
+        say.warn(f"accepted: {problem.describe()}")
     merged = expected.rows
     versions = sorted({r.grader_version for r in merged})
-    book = gb.build_gradebook(merged, ", ".join(versions), {"merged_from": [str(f) for f in files],
-                                                            "unreadable_lines": bad, **expected.settings})
+    book = gb.build_gradebook(merged, ", ".join(versions), {
+        "merged_from": [str(f) for f in files],
+        "problems_accepted": [p.model_dump(mode="json") for p in reading.problems], **expected.settings})
     paths = write_class_outputs(book, Path(args.out))
-    if not args.quiet:
-        print(f"merged {len(merged)} submissions from {len(files)} file(s)"
-              + (f"; {bad} unreadable line(s) skipped" if bad else ""))
+    for who in book.shared:
+        say.warn(who.describe())
+    if not args.quiet and args.format != "json":
+        print(f"merged {len(merged)} submissions from {len(files)} file(s)")
         for kind, path in paths.items():
             print(f"  {kind}: {path}")
-    expected.say()
-    return expected.exit_code
+    for line in expected.messages():
+        say.warn(line)
+    return say.finish(ClassRun(command="merge", exit_code=expected.exit_code, out=str(args.out),
+                               complete=expected.complete, submissions=len(merged),
+                               left=len(expected.missing) + len(expected.stale), counts=book.counts,
+                               files=files_shown(paths), problems=reading.problems,
+                               expected=expected.report()))
 
 
 def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict[str, Path]:
@@ -539,11 +580,6 @@ def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict
     paths["reports"] = out / REPORTS_DIR
     paths["page"] = write_page(book, out / f"index{suffix}.html")
     return paths
-
-
-def _usage(message: str, command: str = "grade batch") -> int:
-    print(f"{command}: {printable(message, None)}", file=sys.stderr)
-    return EXIT_INPUT
 
 
 def _out_problem(out: Path) -> str | None:

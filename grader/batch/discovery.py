@@ -1,6 +1,18 @@
-"""Finding the submissions of `grade batch`: a PATH that is a file is one submission, a class folder holds one per
-`.cu` file or student folder; links, stray sources and archives become rows naming the fix (the rules:
-grader.batch.command's docstring). Also the shards of a class and the submitters a Gradescope export names.
+"""Finding the submissions of `grade batch`, and who handed each one in (the rules, for the instructor: docs/batch.md,
+"Finding the submissions").
+
+Two forms, which give a submission the same id and path:
+- one PATH that is a folder is a class folder: each of its entries is a submission (a `.cu` file, id its stem; a
+  student folder holding one `.cu` file at any depth, id the folder's name), and its own `submission_metadata.yml`
+  (a Gradescope export's) names the students;
+- several PATHs (`grade batch uploads/*`), one file, or the one submission of `--format gradescope`: each PATH is
+  such an entry of the folder it is in (a student folder gets the id it has in its class folder), and a
+  `submission_metadata.yml`, or the autograder's `submission_metadata.json`, given as a PATH names the submissions
+  beside it.
+A metadata file inside a submission is that student's own file: never read, and noted in the row (`remarks`).
+Every path a row shows, and every path in a problem a student reads, is relative to the class folder (the folder
+given, or the one a PATH is in): never a path of the grading machine. Links, stray sources and archives become
+rows naming the fix. Also the shards of a class.
 """
 
 from __future__ import annotations
@@ -8,10 +20,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
 
-from grader.output.gradescope_export import read_metadata
 from grader.batch.protocol import Item
+from grader.errors import InputError
+from grader.output.gradescope_export import (AUTOGRADER_METADATA_NAME, METADATA_NAME, METADATA_NAMES, ExportEntry,
+                                             read_autograder_metadata, read_metadata_file)
 from grader.source.read import MAX_SOURCE_BYTES, read_capped, safe_source_name
 from grader.text import name_text
 
@@ -21,30 +36,85 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tgz", ".zip", ".tar", ".
 """Files that look like a submission but are not a .cu file (case ignored): each gets an input-error row
 naming the fix, so no student is silently missing (module docstring)."""
 LINK_REFUSED = "a link, not followed"
+INNER_METADATA = ("Gradescope's metadata inside the submission: the student's own file, not read (only the class "
+                  "folder's own, or one given as a PATH, names the students)")
+"""The remark on a submission holding a file named like Gradescope's metadata (module docstring)."""
+
+
+@dataclass
+class Found:
+    """What find() found: the `items` (sorted by id, ids distinct), the metadata files that may name them (the
+    class folder's own export file, metadata files given as PATHs), the items of each class folder (`roots`: the
+    folder, resolved, to its items) and the PATHs given that are no submission (`ignored`, each with why)."""
+
+    items: list[Item] = field(default_factory=list)
+    metadata: list[Path] = field(default_factory=list)
+    roots: dict[Path, list[Item]] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+
+
+def find(paths: list[str], exclude: Path | None = None, *, one: bool = False) -> Found:
+    """The submissions under `paths` (module docstring): one PATH that is a folder is a class folder, unless `one`
+    (--format gradescope: the PATH is the one student's folder); otherwise each PATH is an entry of the folder it is
+    in. Ids are made unique (unique_ids). A class folder's entry that is the folder `exclude` (the batch's own
+    --out, kept inside the class folder) is no student.
+
+    Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu file or
+    that cannot be read, a file that is not a regular file or is over the size cap, a source file or archive that
+    is not a .cu file each become an Item with `problem` set. Every id and path is escaped (grader.text.printable:
+    a byte of a name that is not UTF-8 as `\\xe9`, a newline as `\\n`).
+    """
+    ex = _resolved(exclude) if exclude is not None else None
+    found = Found()
+    if len(paths) == 1 and not one and Path(paths[0]).is_dir() and not Path(paths[0]).is_symlink():
+        root = Path(paths[0])
+        try:
+            found.roots[_resolved(root)] = _entries(root, _listing(root), ex, [], given=False)
+        except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
+            name = _resolved(root).name or paths[0]
+            found.roots[_resolved(root)] = [Item(id=_id(name), path=_shown(name), entry=_shown(name),
+                                                 problem=_unreadable(_shown(name), err))]
+        own = root / METADATA_NAME
+        if own.is_symlink() or own.exists():
+            found.metadata.append(own)
+    else:
+        groups: dict[Path, list[Path]] = {}
+        for raw in paths:
+            p = Path(raw)
+            if p.name in ("", ".", ".."):  # `grade batch . other/`: the folder by its own name
+                p = Path(os.path.abspath(p))
+            if p.name in METADATA_NAMES:
+                found.metadata.append(p)
+            else:
+                groups.setdefault(p.parent, []).append(p)
+        for parent, given in sorted(groups.items(), key=lambda g: str(g[0])):
+            items = _entries(parent, sorted(set(given), key=lambda q: (q.name, str(q))), ex, found.ignored, given=True)
+            found.roots.setdefault(_resolved(parent), []).extend(items)
+    found.items = [it for items in found.roots.values() for it in items]
+    unique_ids(found.items)
+    found.items.sort(key=lambda it: it.id)
+    return found
 
 
 def discover(paths: list[str], exclude: Path | None = None) -> list[Item]:
-    """The submissions under `paths` (module docstring), sorted by id; ids made unique (unique_ids). A class
-    folder's entry that is the folder `exclude` (the batch's own --out, kept inside the class folder) is no
-    student.
-
-    Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu
-    file or that cannot be read, a file that is not a regular file or is over the size cap, a source file or
-    archive that is not a .cu file each become an Item with `problem` set. Every id and path is escaped
-    (grader.text.printable: a byte of a name that is not UTF-8 as `\\xe9`, a newline as `\\n`).
-    """
-    items: list[Item] = []
-    for raw in paths:
-        p = Path(raw)
-        try:
-            items.extend(_discover_path(p, raw, exclude.resolve() if exclude is not None else None))
-        except OSError as err:  # a folder that cannot be listed, a path whose folder cannot be searched
-            items.append(Item(id=_id(p.stem or raw), path=_shown(raw), problem=_unreadable(raw, err)))
-    unique_ids(items)
-    return sorted(items, key=lambda it: it.id)
+    """The submissions under `paths` (find), sorted by id."""
+    return find(paths, exclude).items
 
 
-def _shown(path: str | Path) -> str:
+def _resolved(p: Path) -> Path:
+    """`p` resolved (links, `..`), or made absolute where it cannot be."""
+    try:
+        return Path(p).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(p))
+
+
+def _listing(folder: Path) -> list[Path]:
+    """The entries of a class folder, sorted, hidden ones left out. Raises OSError when it cannot be listed."""
+    return [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")]
+
+
+def _shown(path: str | PurePath) -> str:
     """A path or name as outputs show it (grader.text.name_text)."""
     return name_text(str(path))
 
@@ -54,49 +124,51 @@ def _id(name: str) -> str:
     return _shown(name)
 
 
-def _discover_path(p: Path, raw: str, exclude: Path | None = None) -> list[Item]:
-    """The items of one PATH given to `grade batch` (discover). Raises OSError when it cannot be read."""
-    if p.is_symlink():  # `grade batch uploads/*` names each upload: a link there could point at another's
-        return [Item(id=_id(_stem(p.name) or raw), path=_shown(raw),
-                     problem=f"{_shown(raw)}: {LINK_REFUSED}; give the real path to grade it")]
-    if not p.exists():
-        return [Item(id=_id(p.stem or raw), path=_shown(raw), problem=f"{_shown(raw)}: no such file or folder")]
-    if not p.is_dir():
-        stray = _stray_problem(p)
-        if stray:
-            return [Item(id=_id(_stem(p.name)), path=_shown(p), problem=stray, stray=True)]
-        return [_file_item(p, _id(p.stem), p.parent.resolve(), "its folder")]
-    return _class_folder(p, exclude)
-
-
-def _class_folder(folder: Path, exclude: Path | None = None) -> list[Item]:
-    """The items of a class folder: one per `.cu` file, student folder, link (refused) and stray source
-    file or archive (refused); a stray file is left out when a `.cu` file or folder of its stem is there (the
-    student has a submission: `alice.zip` beside the unpacked `alice/`). Raises OSError when `folder` cannot
-    be listed."""
+def _entries(root: Path, entries: list[Path], exclude: Path | None, ignored: list[str], *, given: bool) -> list[Item]:
+    """The items of the entries of the class folder `root` (its listing, or the PATHs given in it: `given`): one per
+    `.cu` file, student folder, link (refused) and stray source file or archive (refused); a stray is left out when a
+    `.cu` file or folder of its stem is there (the student has a submission: `alice.zip` beside the unpacked
+    `alice/`). A PATH given that is none of these is added to `ignored`, with why."""
     items, strays = [], []
-    root = folder.resolve()
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or (exclude is not None and not entry.is_symlink()
-                                          and entry.resolve() == exclude):
-            continue
+    real_root = _resolved(root)
+    for entry in entries:
+        rel = _shown(entry.name)
         try:
-            if entry.is_symlink():
-                if entry.is_dir() or entry.name.lower().endswith(".cu") or _stray_suffix(entry.name):
-                    items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry),
-                                      problem=f"{_shown(entry)}: {LINK_REFUSED}; hand in the file itself (a "
-                                      "link in the class folder could point at another student's files)"))
-            elif entry.is_dir():
-                items.append(_student_folder(entry))
-            elif entry.name.lower().endswith(".cu"):
-                items.append(_file_item(entry, _id(entry.stem), root, "the class folder"))
-            elif _stray_suffix(entry.name):
-                strays.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_stray_problem(entry),
-                                   stray=True))
+            if exclude is not None and not entry.is_symlink() and entry.exists() and entry.resolve() == exclude:
+                continue
+            item = _entry(entry, rel, real_root, given)
         except OSError as err:  # one entry that cannot be examined is one error row, not a lost class
-            items.append(Item(id=_id(_stem(entry.name)), path=_shown(entry), problem=_unreadable(entry, err)))
+            item = Item(id=_id(_stem(entry.name)), path=rel, entry=rel, problem=_unreadable(rel, err))
+        if item is None:
+            if given:
+                ignored.append(f"{rel}: not a .cu file, a student folder, a source file or an archive; ignored")
+        elif item.stray:
+            strays.append(item)
+        else:
+            items.append(item)
     handed_in = {it.id for it in items}
     return items + [it for it in strays if it.id not in handed_in]
+
+
+def _entry(entry: Path, rel: str, root: Path, given: bool) -> Item | None:
+    """The item of one entry of a class folder (shown as `rel`; `root`: the folder, resolved), or None for a file
+    that is no submission. Raises OSError when it cannot be examined."""
+    name = entry.name
+    if entry.is_symlink():  # `grade batch uploads/*` names each upload: a link there could point at another's
+        if given or entry.is_dir() or name.lower().endswith(".cu") or _stray_suffix(name):
+            fix = "give the real path to grade it" if given else ("hand in the file itself (a link in the class "
+                                                                   "folder could point at another student's files)")
+            return Item(id=_id(_stem(name)), path=rel, entry=rel, problem=f"{rel}: {LINK_REFUSED}; {fix}")
+        return None
+    if given and not entry.exists():
+        return Item(id=_id(entry.stem or name), path=rel, entry=rel, problem=f"{rel}: no such file or folder")
+    if entry.is_dir():
+        return _student_folder(entry, rel, given)
+    if name.lower().endswith(".cu"):
+        return _file_item(entry, _id(entry.stem), root, "the class folder", rel)
+    if _stray_suffix(name):
+        return Item(id=_id(_stem(name)), path=rel, entry=rel, problem=_stray_problem(rel, name), stray=True)
+    return None
 
 
 def _stray_suffix(name: str) -> str | None:
@@ -112,14 +184,14 @@ def _stem(name: str) -> str:
     return name[: -len(suffix)] if suffix in ARCHIVE_SUFFIXES else Path(name).stem
 
 
-def _stray_problem(p: Path) -> str | None:
-    """The problem of a file at `p` that looks like a submission but is not a .cu file, naming the fix; None
-    for any other file."""
-    suffix = _stray_suffix(p.name)
+def _stray_problem(shown: str, name: str) -> str | None:
+    """The problem of a file named `name` (shown as `shown`) that looks like a submission but is not a .cu file,
+    naming the fix; None for any other file."""
+    suffix = _stray_suffix(name)
     if suffix in ARCHIVE_SUFFIXES:
-        return f"{_shown(p)}: an archive; unpack it into a folder of its own (one folder per student) and grade again"
+        return f"{shown}: an archive; unpack it into a folder of its own (one folder per student) and grade again"
     if suffix:
-        return f"{_shown(p)}: not a .cu file; rename it {_shown(_stem(p.name))}.cu if it is your kernel"
+        return f"{shown}: not a .cu file; rename it {_shown(_stem(name))}.cu if it is your kernel"
     return None
 
 
@@ -141,50 +213,93 @@ def unique_ids(items: list[Item]) -> None:
         seen.add(it.id)
 
 
-def read_exports(paths: list[str], items: list[Item]) -> dict[str, dict[str, int]]:
-    """Name the submitters of the items found in each folder of `paths` that is a Gradescope export (holds
-    METADATA_NAME: grader.output.gradescope_export), in place: an item whose path is one of the export's submission
-    folders gets its submitters and submitted_at (ids stay the folders' names). Returns, per export folder (as
-    shown), the counts of its entries, of the items it named and of their submitters. Raises InputError when a
-    metadata file cannot be read (grader.output.gradescope_export.read_metadata)."""
-    found: dict[str, dict[str, int]] = {}
-    for raw in paths:
-        p = Path(raw)
-        if p.is_symlink() or not p.is_dir():
+# --- who handed each one in ------------------------------------------------------------------------------
+def name_submitters(found: Found, *, lenient: bool = False) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Name the submitters of `found`'s items from its metadata files, in place (module docstring): an export's
+    file names the items of its folder by their entry (ids stay the folders' names); the autograder's names the one
+    submission beside it, whose id becomes the export's name for it (`submission_NNN`, ids then made unique again).
+    Returns (per metadata file, as shown: the counts of its entries, of the items it named and of their
+    submitters; warnings for the instructor). Raises InputError when a metadata file cannot be read (naming the
+    line where there is one), unless `lenient` (--format gradescope: the student's result must still be written):
+    then the warning says so and the items keep no names."""
+    exports: dict[str, dict[str, int]] = {}
+    warnings: list[str] = []
+    seen: set[Path] = set()
+    for m in found.metadata:
+        if _resolved(m) in seen:
             continue
-        entries = read_metadata(p)
-        if entries is None:
+        seen.add(_resolved(m))
+        members = found.roots.get(_resolved(m.parent), [])
+        try:
+            if m.name == AUTOGRADER_METADATA_NAME:
+                counts = _name_autograder(m, members, warnings)
+            else:
+                counts = _name_export(read_metadata_file(m), members)
+        except InputError as err:
+            if not lenient:
+                raise
+            warnings.append(f"{err}; graded without names")
             continue
-        root = "" if str(p) == "." else _shown(p) + os.sep  # paths are escaped char by char: prefixes still match
-        named = []
-        for it in items:
-            entry = entries.get(it.path[len(root):].split(os.sep)[0]) if it.path.startswith(root) else None
-            if entry is not None:
-                it.submitters, it.submitted_at = list(entry.submitters), entry.created_at
-                named.append(it)
-        found[_shown(p)] = {"entries": len(entries), "named": len(named),
-                            "submitters": sum(len(it.submitters) for it in named)}
-    return found
+        exports[_shown(m)] = counts
+    unique_ids(found.items)
+    found.items.sort(key=lambda it: it.id)
+    return exports, warnings
 
 
-def _unreadable(shown: str | Path, err: OSError) -> str:
-    """The problem of a file or folder (at `shown`, as found) the batch cannot read (`err` from the
-    operating system)."""
-    where = _shown(err.filename) if err.filename and str(err.filename) != str(shown) else None
-    inside = f" (at {where})" if where else ""
-    return (f"{_shown(shown)}: cannot be read ({err.strerror or err}){inside}; check its permissions (the grader "
-            "must be able to list a student folder and read its .cu file)")
+def _name_export(entries: dict[str, ExportEntry], members: list[Item]) -> dict[str, int]:
+    """Give each of `members` its submitters from an export's `entries` (by the item's entry); the counts."""
+    named = []
+    for it in members:
+        entry = entries.get(it.entry)
+        if entry is not None:
+            it.submitters, it.submitted_at = list(entry.submitters), entry.created_at
+            named.append(it)
+    return {"entries": len(entries), "named": len(named), "submitters": sum(len(it.submitters) for it in named)}
+
+
+def _name_autograder(path: Path, members: list[Item], warnings: list[str]) -> dict[str, int]:
+    """Give the one submission beside the autograder's metadata file at `path` its users and the export's id; the
+    counts. Several submissions there: none is named (a warning says why). Raises InputError (unreadable)."""
+    id, entry = read_autograder_metadata(path)
+    subs = [it for it in members if not it.stray]
+    if len(subs) != 1:
+        warnings.append(f"{_shown(path)} names one submission; {len(subs)} found beside it, so it names none")
+        return {"entries": 1, "named": 0, "submitters": 0}
+    it = subs[0]
+    it.submitters, it.submitted_at = list(entry.submitters), entry.created_at
+    if id:
+        it.id = _id(id)
+    return {"entries": 1, "named": 1, "submitters": len(it.submitters)}
+
+
+def _unreadable(shown: str, err: OSError, inside: tuple[Path, str] | None = None) -> str:
+    """The problem of a file or folder (shown as `shown`) the batch cannot read (`err` from the operating system);
+    a different file named by the error is shown relative to `inside` (a folder, and how it is shown) or by its
+    name alone, never as a path of this machine."""
+    where = None
+    if err.filename:
+        where = _shown(PurePath(str(err.filename)).name)
+        if inside is not None:
+            try:
+                below = PurePath(str(err.filename)).relative_to(inside[0]).as_posix()
+                where = inside[1] if below == "." else f"{inside[1]}/{_shown(below)}"
+            except ValueError:
+                pass
+    at = f" (at {where})" if where and where != shown else ""
+    return (f"{shown}: cannot be read ({err.strerror or err}){at}; check its permissions (the grader must be able "
+            "to list a student folder and read its .cu file)")
 
 
 def _inside(real: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _student_folder(folder: Path) -> Item:
-    """The one .cu file under `folder` (searched without entering linked folders or hidden ones); a link to
-    a file is followed only to a file inside `folder` itself. A folder without one names what it holds
-    instead: a source file or archive that is not a .cu file, a linked folder that was not entered."""
-    found, strays, linked, errors = [], [], [], []
+def _student_folder(folder: Path, rel: str, given: bool = False) -> Item:
+    """The one .cu file under `folder` (shown as `rel`; searched without entering linked folders or hidden ones); a
+    link to a file is followed only to a file inside `folder` itself. A folder without one names what it holds
+    instead: a source file or archive that is not a .cu file, a linked folder that was not entered. A file named
+    like Gradescope's metadata inside is a remark (module docstring)."""
+    found, strays, linked, errors, metadata = [], [], [], [], []
     for here, dirs, files in os.walk(folder, onerror=errors.append):  # never enters a linked folder
         linked.extend(Path(here) / d for d in sorted(dirs) if not d.startswith(".") and (Path(here) / d).is_symlink())
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -193,28 +308,38 @@ def _student_folder(folder: Path) -> Item:
                 continue
             if f.lower().endswith(".cu"):
                 found.append(Path(here) / f)
+            elif f in METADATA_NAMES:
+                metadata.append(Path(here) / f)
             elif _stray_suffix(f):
                 strays.append(Path(here) / f)
-    item = Item(id=_id(folder.name), path=_shown(folder))
+
+    def show(p: Path) -> str:
+        return f"{rel}/{_shown(p.relative_to(folder).as_posix())}"
+
+    item = Item(id=_id(folder.name), path=rel, entry=rel, remarks=[f"{show(m)}: {INNER_METADATA}" for m in metadata])
     if errors:  # a folder that cannot be listed may hide the .cu file, or a second one
-        item.problem = _unreadable(folder, errors[0])
+        item.problem = _unreadable(rel, errors[0], (folder, rel))
     elif len(found) > 1:
-        listing = ", ".join(_shown(f.relative_to(folder)) for f in found[:5]) + (" ..." if len(found) > 5 else "")
-        item.problem = f"{_shown(folder)}: student folder with {len(found)} .cu files ({listing}); expected one"
+        listing = ", ".join(show(f) for f in found[:5]) + (" ..." if len(found) > 5 else "")
+        several = " (a folder given among several PATHs is one student's folder; give a class folder alone)" \
+            if given else ""
+        item.problem = f"{rel}: student folder with {len(found)} .cu files ({listing}); expected one{several}"
     elif not found:
-        instead = [_stray_problem(f) for f in strays[:1]] + [
-            f"{_shown(d)}: a linked folder, not entered; hand in the files themselves" for d in linked[:1]]
-        item.problem = f"{_shown(folder)}: student folder with no .cu file" + "".join(f"; {s}" for s in instead)
+        instead = [_stray_problem(show(f), f.name) for f in strays[:1]] + [
+            f"{show(d)}: a linked folder, not entered; hand in the files themselves" for d in linked[:1]]
+        item.problem = f"{rel}: student folder with no .cu file" + "".join(f"; {s}" for s in instead)
     else:
-        return _file_item(found[0], item.id, folder.resolve(), f"its student folder {_shown(folder)}")
+        found_item = _file_item(found[0], item.id, _resolved(folder), f"its student folder {rel}", show(found[0]))
+        found_item.entry, found_item.remarks = rel, item.remarks
+        return found_item
     return item
 
 
-def _file_item(p: Path, id: str, root: Path, within: str) -> Item:
-    """An Item for the file at `p`, checked without reading beyond the size cap (and not at all if it is a
-    link pointing outside `root`, described as `within` in the problem, not a regular file, or too large)."""
-    shown = _shown(p)
-    item = Item(id=id, path=shown)
+def _file_item(p: Path, id: str, root: Path, within: str, shown: str) -> Item:
+    """An Item for the file at `p` (shown as `shown`), checked without reading beyond the size cap (and not at all
+    if it is a link pointing outside `root`, described as `within` in the problem, not a regular file, or too
+    large)."""
+    item = Item(id=id, path=shown, entry=shown)
     try:
         real = p.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -226,7 +351,7 @@ def _file_item(p: Path, id: str, root: Path, within: str) -> Item:
     try:
         st = real.stat()
     except OSError as err:
-        item.problem = _unreadable(p, err)
+        item.problem = _unreadable(shown, err)
         return item
     if real.is_dir():
         item.problem = f"{shown}: is a folder, not a .cu file"
@@ -240,7 +365,7 @@ def _file_item(p: Path, id: str, root: Path, within: str) -> Item:
     try:
         raw = read_capped(real)
     except OSError as err:
-        item.problem = _unreadable(p, err)
+        item.problem = _unreadable(shown, err)
         return item
     item.real, item.sha256 = real, hashlib.sha256(raw).hexdigest()
     name = safe_source_name(p.name)

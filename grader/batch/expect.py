@@ -5,7 +5,7 @@ Without them `grade merge` joins whatever rows it finds: a shard that never ran 
 0-3 instead of 1-4), a task cancelled half-way or a student's file handed in after grading would give a
 gradebook with rows missing, or stale, and exit 0. With them the merge knows what it should have:
 
-  --expect CLASS  the class as `grade batch` finds it (grader.batch.discovery.discover, the same ids): every
+  --expect CLASS  the class as `grade batch` finds it (grader.batch.discovery.find, the same ids): every
                   submission must have a row, graded on the bytes its file holds now (the row's sha256); rows
                   of ids that are no longer in the class are dropped from the gradebook, and said.
   --shards N      every shard K of N has its results file (results.shard-K-of-N.jsonl); with --expect, each
@@ -14,19 +14,22 @@ gradebook with rows missing, or stale, and exit 0. With them the merge knows wha
 Something missing makes the merge exit 4 (EXIT_INCOMPLETE, as `grade batch` does for an unfinished batch): the
 gradebook of the rows there are is still written, every missing one named on stderr and in gradebook.json's
 settings (`missing`), so the merge fails loudly and a rerun of the missing shards, then of the merge,
-completes it. grader.batch.command.run_merge calls check() once it has the latest row of each id.
+completes it. grader.batch.command.run_merge calls check() once it has picked the row that counts for each id
+(grader.batch.merging, after its checks of every line), and write_merge says messages() through its Reply (with
+--json, report() is the document's `expected`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.batch.discovery import discover, shard
+from grader.batch.discovery import find, name_submitters, shard
 from grader.batch.gradebook import BatchResult
+from grader.batch.protocol import Item
+from grader.batch.reply import Expected
 from grader.errors import EXIT_INCOMPLETE, EXIT_PASS
 from grader.text import printable
 
@@ -109,10 +112,10 @@ class Expectation:
                          "again")
         return lines
 
-    def say(self) -> None:
-        """Print messages() on stderr, each line prefixed `grade merge: `."""
-        for line in self.messages():
-            print(f"grade merge: {line}", file=sys.stderr)
+    def report(self) -> Expected | None:
+        """What `grade merge --json` says of the check (grader.batch.reply.Expected), or None when none was asked
+        for."""
+        return Expected.model_validate(self.settings) if self.checked else None
 
     def _with_shards(self, ids: list[str]) -> str:
         if not self.shard_of:
@@ -147,8 +150,7 @@ def check(rows: list[BatchResult], files: list[Path], args: argparse.Namespace) 
         out.checked["shards"] = n
     if not getattr(args, "expect", None):
         return out
-    skip = [Path(p).resolve() for p in [args.out, *args.results] if Path(p).is_dir()]
-    items = [it for it in discover(args.expect) if not _inside(it.path, skip)]
+    items = _class_items(args)
     by_id = {it.id: it for it in items}
     have = {r.id: r for r in rows}
     out.rows = [r for r in rows if r.id in by_id]
@@ -162,10 +164,27 @@ def check(rows: list[BatchResult], files: list[Path], args: argparse.Namespace) 
     return out
 
 
-def _inside(path: str, folders: list[Path]) -> bool:
-    """Whether `path` (an item's path as discovery shows it) is one of `folders` or inside one."""
+def _class_items(args: argparse.Namespace) -> list[Item]:
+    """The submissions of `args.expect` as `grade batch` finds them (grader.batch.discovery.find, with the ids an
+    autograder's metadata file gives: name_submitters, lenient: a file that cannot be read names no one), sorted by
+    id, less the entries that are the merge's OUT or one of its RESULTS folders (or inside one: a batch's --out
+    kept in the class folder is no student)."""
+    found = find(args.expect)
+    name_submitters(found, lenient=True)
+    skip = [_real(Path(p)) for p in [args.out, *args.results] if Path(p).is_dir()]
+    left_out = {id(it) for root, members in found.roots.items() for it in members
+                if it.entry and _inside(_real(root / it.entry), skip)}
+    return [it for it in found.items if id(it) not in left_out]
+
+
+def _real(path: Path) -> Path:
+    """`path` resolved (links, `..`), or made absolute where it cannot be."""
     try:
-        real = Path(path).resolve()
-    except (OSError, ValueError):
-        return False
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def _inside(real: Path, folders: list[Path]) -> bool:
+    """Whether the resolved path `real` is one of `folders` or inside one."""
     return any(real == f or f in real.parents for f in folders)

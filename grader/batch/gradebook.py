@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from tabulate import tabulate
 
 from grader import exercise
+from grader.batch import people
 from grader.source.claims import NOTE_KINDS
 from grader.output.student_files import report_file, write_atomic
 from grader.output.gradescope_export import Submitter
@@ -42,13 +43,16 @@ MAX_DETAILS_CHARS = 4000
 """Cap on a row's `details` (a compile error's diagnostics, both parameter lists)."""
 RESULTS_GLOB = "results*.jsonl"
 """Results files in an output folder: results.jsonl and each shard's results.shard-K-of-N.jsonl."""
-CSV_COLUMNS = ("id", "verdict", "fraction", "flags", "error", "reason", "clocks", "names", "emails", "sids", "report")
-"""gradebook.csv's columns: names, emails and sids are a Gradescope export's submitters ('; ' between the members
-of a group), report the student's text report (grader.output.student_files)."""
-SCORES_COLUMNS = ("Email", "Score", "id", "verdict", "Name", "SID")
+CSV_COLUMNS = ("id", "path", "verdict", "fraction", "flags", "error", "reason", "clocks", "names", "emails", "sids",
+               "report")
+"""gradebook.csv's columns: path is the submission's file relative to the class folder (what the id stands for);
+names, emails and sids are a Gradescope export's submitters ('; ' between the members of a group), report the
+student's text report (grader.output.student_files)."""
+SCORES_COLUMNS = ("Email", "Score", "id", "verdict", "Name", "SID", "path")
 """scores.csv, for Gradescope's score import: the email (a Gradescope export's submitter's, else the id when it is
 an email address), the score out of 10 (grader.output.gradescope.POINTS_*; empty when not graded), the batch's id and
-verdict, the submitter's name and sid. A group submission has one line per submitter."""
+verdict, the submitter's name and sid, the submission's path relative to the class folder. A group submission has
+one line per submitter; a student on more than one submission one line (grader.batch.people.KEEP_RULE)."""
 CSV_ENCODING = "utf-8-sig"
 """UTF-8 with a byte order mark: spreadsheets read the file as UTF-8 (names such as Zoë or 李) instead of the
 system's legacy code page."""
@@ -64,7 +68,10 @@ student's code)."""
 class BatchResult(ReportModel):
     """One submission's outcome in a batch: one JSON line of results.jsonl, one row of the gradebook.
 
-    id: the student (file stem or folder name); path: where the submission was found; sha256: of its bytes
+    id: the student (file stem or folder name); path: the submission's file relative to its class folder (never a
+    path of the grading machine); shard: "K/N" of the `--shard` that graded it (None: no shard, or a row written
+    before shards were recorded); remarks: what the batch found in the submission and did not use (a metadata
+    file inside it: grader.batch.discovery); sha256: of its bytes
     (None when it could not be read); key: the resume key (content hash + grader settings, see
     grader.batch.command.result_key); verdict, reason, stage and details as in GradeReport, plus the verdicts a batch
     adds for a process it had to stop (error, with stage "compile" or "run" and the limit in the reason);
@@ -82,6 +89,7 @@ class BatchResult(ReportModel):
     schema_version: int = RESULT_SCHEMA_VERSION
     id: str
     path: str
+    shard: str | None = None
     sha256: str | None = None
     key: str
     verdict: Verdict
@@ -99,6 +107,7 @@ class BatchResult(ReportModel):
     clocks: str = ""
     submitters: list[Submitter] = []
     submitted_at: str = ""
+    remarks: list[str] = []
     phases: dict[str, float] = {}
     grader_version: str = ""
     finished: str = ""
@@ -107,24 +116,51 @@ class BatchResult(ReportModel):
 
 def make_result(*, id: str, path: str, key: str, sha256: str | None, report: GradeReport,
                 grader_version: str, device: str | None = None, phases: dict[str, float] | None = None,
-                submitters: list[Submitter] | None = None, submitted_at: str = "") -> BatchResult:
+                submitters: list[Submitter] | None = None, submitted_at: str = "", shard: str | None = None,
+                remarks: list[str] | None = None) -> BatchResult:
     """The row for one submission from its GradeReport (real, or built by the batch for a stopped process);
     submitters and submitted_at from a Gradescope export (grader.output.gradescope_export), when there is one."""
+    return BatchResult(
+        id=id, path=path, shard=shard, sha256=sha256, key=key, device=device, phases=phases or {},
+        submitters=submitters or [], submitted_at=submitted_at, remarks=remarks or [],
+        grader_version=grader_version, finished=_utc_now(), report=report, **from_report(report))
+
+
+def from_report(report: GradeReport) -> dict[str, object]:
+    """The fields of a row that its report decides (DERIVED: verdict, reason, error, stage, details, fraction,
+    flags, notes, gpu, floor_gbs, floor_version, clocks), as make_result sets them."""
     flags = [f.kind for f in report.flags if f.kind not in NOTE_KINDS] + (["borderline"] if report.borderline else [])
-    notes = [f.kind for f in report.flags if f.kind in NOTE_KINDS]
     details = report.details
     if len(details) > MAX_DETAILS_CHARS:
         details = details[:MAX_DETAILS_CHARS] + "\n[cut]"
-    return BatchResult(
-        id=id, path=path, sha256=sha256, key=key, verdict=report.verdict, reason=report.reason,
-        error=_error_text(report), stage=report.stage, details=details,
-        fraction=report.fraction, flags=flags, notes=notes, gpu=report.gpu.name if report.gpu else None, device=device,
-        floor_gbs=report.floor_gbs, floor_version=report.floor_version, phases=phases or {},
-        clocks=report.clocks.summary() if report.clocks is not None else "",
-        submitters=submitters or [], submitted_at=submitted_at,
-        grader_version=grader_version, finished=_utc_now(),
-        report=report,
-    )
+    return {"verdict": report.verdict, "reason": report.reason, "error": _error_text(report), "stage": report.stage,
+            "details": details, "fraction": report.fraction, "flags": flags,
+            "notes": [f.kind for f in report.flags if f.kind in NOTE_KINDS],
+            "gpu": report.gpu.name if report.gpu else None, "floor_gbs": report.floor_gbs,
+            "floor_version": report.floor_version,
+            "clocks": report.clocks.summary() if report.clocks is not None else ""}
+
+
+DERIVED = ("verdict", "reason", "error", "stage", "details", "fraction", "flags", "notes", "gpu", "floor_gbs",
+           "floor_version", "clocks")
+"""A row's fields that its report decides (from_report): a row is read with these taken from its report."""
+
+
+def checked(row: BatchResult) -> tuple[BatchResult, list[str]]:
+    """`row` with the fields its report decides taken from the report (from_report), and the fields where the row
+    said otherwise ("verdict: the row says gold, its report no-gpu"), compared as they are written in JSON (so a
+    NaN fraction is itself). A row without a report is returned as it is, with the problem "no report"."""
+    if row.report is None:
+        return row, ["no report: the row cannot be checked, and its verdict cannot be trusted"]
+    fixed = row.model_copy(update=from_report(row.report))
+    said, true = row.model_dump(mode="json", include=set(DERIVED)), fixed.model_dump(mode="json", include=set(DERIVED))
+    return fixed, [f"{k}: the row says {_short(said[k])}, its report {_short(true[k])}" for k in DERIVED
+                   if said[k] != true[k]]
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _utc_now() -> str:
@@ -230,8 +266,9 @@ def latest_by_id(rows: list[BatchResult]) -> dict[str, BatchResult]:
 
 class Gradebook(ReportModel):
     """The JSON gradebook: when and how the batch ran, counts per verdict, the copy floor(s) measured, every
-    row (with its full GradeReport), and `reports`: each id's text report, relative to the output folder
-    (grader.output.student_files.report_file; its JSON beside it)."""
+    row (with its full GradeReport), `reports`: each id's text report, relative to the output folder
+    (grader.output.student_files.report_file; its JSON beside it), and `shared`: the students on more than one
+    submission (shared_students)."""
 
     schema_version: int = RESULT_SCHEMA_VERSION
     created: str
@@ -244,6 +281,7 @@ class Gradebook(ReportModel):
     floor_gbs_max: float | None = None
     rows: list[BatchResult]
     reports: dict[str, str] = {}
+    shared: list[people.Shared] = []
 
 
 def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict[str, object]) -> Gradebook:
@@ -260,6 +298,7 @@ def build_gradebook(rows: list[BatchResult], grader_version: str, settings: dict
         floor_gbs_max=max(floors) if floors else None,
         rows=rows,
         reports={r.id: report_file(r.id) for r in rows},
+        shared=shared_students(rows),
     )
 
 
@@ -302,7 +341,7 @@ def gradebook_csv(rows: list[BatchResult]) -> str:
     for r in rows:
         frac = "" if r.fraction is None else f"{r.fraction:.3f}"
         people = r.submitters
-        w.writerow([_cell(r.id), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason),
+        w.writerow([_cell(r.id), _cell(r.path), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason),
                     _cell(r.clocks), _cell("; ".join(s.name for s in people)),
                     _cell("; ".join(s.email for s in people)), _cell("; ".join(s.sid for s in people)),
                     _cell(report_file(r.id))])
@@ -313,19 +352,33 @@ def scores_csv(rows: list[BatchResult]) -> str:
     """The CSV text of scores.csv (SCORES_COLUMNS), for Gradescope's score import: one line per submitter of a
     row from a Gradescope export (a group gets one each), one line per row otherwise; the score out of 10 as
     Gradescope's results.json would give it, empty for a row that was not graded (no GPU, the grader's own
-    failure)."""
+    failure). A student on more than one submission gets one line (grader.batch.people.KEEP_RULE; shared_students
+    lists them)."""
     import io
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(SCORES_COLUMNS)
-    for r in rows:
-        score = gradescope_score(r.report) if r.report else None
-        shown = "" if score is None else f"{score:g}"
-        people = r.submitters or [Submitter(email=r.id if _EMAIL.fullmatch(r.id) else "")]
-        for s in people:
-            w.writerow([_cell(s.email), shown, _cell(r.id), r.verdict, _cell(s.name), _cell(s.sid)])
+    for r, s in people.kept_lines(people.score_lines(rows, _id_email), score_of):
+        shown = "" if score_of(r) is None else f"{score_of(r):g}"
+        w.writerow([_cell(s.email), shown, _cell(r.id), r.verdict, _cell(s.name), _cell(s.sid), _cell(r.path)])
     return buf.getvalue()
+
+
+def score_of(row: BatchResult) -> float | None:
+    """The row's score out of 10 (grader.output.gradescope.gradescope_score); None when it was not graded."""
+    return gradescope_score(row.report) if row.report else None
+
+
+def _id_email(row: BatchResult) -> str:
+    """The id when it is an email address (a folder named by the student's email), else ""."""
+    return row.id if _EMAIL.fullmatch(row.id) else ""
+
+
+def shared_students(rows: list[BatchResult]) -> list[people.Shared]:
+    """The students on more than one submission of `rows`, each with the id whose score scores.csv keeps
+    (grader.batch.people.shared)."""
+    return people.shared(people.score_lines(rows, _id_email), score_of)
 
 
 def _cell(text: str) -> str:
@@ -364,8 +417,9 @@ def histogram(fractions: list[float], width: int = 40) -> str:
 
 def to_look_at(rows: list[BatchResult]) -> list[tuple[BatchResult, str]]:
     """The rows summary.md asks the instructor to look at, each with why: an error of the input or of the grader
-    (LOOK_STAGES), a busy row (not graded: run again), a row with flags (borderline included). A plain fail or an
-    error of the student's own code is not listed: its report says why."""
+    (LOOK_STAGES), a busy row (not graded: run again), a row with flags (borderline included), a row with remarks
+    (a metadata file inside the submission). A plain fail or an error of the student's own code is not listed: its
+    report says why."""
     out = []
     for r in rows:
         why = []
@@ -375,6 +429,7 @@ def to_look_at(rows: list[BatchResult]) -> list[tuple[BatchResult, str]]:
             why.append("busy: not graded, run again")
         if r.flags:
             why.append("flags: " + ", ".join(r.flags))
+        why += r.remarks
         if why:
             out.append((r, "; ".join(why)))
     return out
@@ -418,8 +473,9 @@ def _count(n: int, noun: str) -> str:
 def summary_markdown(book: Gradebook) -> str:
     """The markdown summary: counts per verdict, a histogram of fractions (equal bins, the thresholds marked), the
     copy floor and card(s), the rows that need a look (to_look_at: errors of the input or the grader, busy rows,
-    flags and borderline), and the groups of ids that handed
-    in byte-identical files (identical_groups: for the instructor to look at, no verdict changed)."""
+    flags and borderline, remarks), the students on more than one submission (with the rule that picks the score
+    scores.csv keeps) and the groups of ids that handed in byte-identical files (identical_groups: for the
+    instructor to look at, no verdict changed)."""
     rows = book.rows
     out = ["# Batch grading summary", "", f"{len(rows)} submissions; grader {book.grader_version}; written "
            f"{book.created}.", "", "## Verdicts", "", counts_table(book.counts, "github"), ""]
@@ -429,7 +485,7 @@ def summary_markdown(book: Gradebook) -> str:
         out.append(f"Notes: {_count(missing['row-missing'], 'submission')} gave no part-3 table row and "
                    f"{missing['claim-missing']} no sentence about the copy floor (each report tells its student).")
         out.append("")
-    return "\n".join(out + _look_section(rows) + _identical_section(rows))
+    return "\n".join(out + _look_section(rows) + _shared_section(book.shared) + _identical_section(rows))
 
 
 def _fractions_section(rows: list[BatchResult]) -> list[str]:
@@ -474,6 +530,16 @@ def _look_section(rows: list[BatchResult]) -> list[str]:
         out += ["", f"Not listed: {own} fails and errors of the students' own code (wrong output, too slow, compile "
                 "or launch errors); each report says why (reports/, index.html)."]
     return out + [""]
+
+
+def _shared_section(shared: list[people.Shared]) -> list[str]:
+    """The summary's students on more than one submission (Gradebook.shared), with the rule, or a line saying
+    none (lines)."""
+    out = ["## Students on more than one submission", ""]
+    if not shared:
+        return out + ["None: no email or sid is on two submissions.", ""]
+    out += [f"{len(shared)} student(s) on more than one submission; {people.KEEP_RULE}:", ""]
+    return out + ["- " + markdown_cell(s.describe(), 400) for s in shared] + [""]
 
 
 def _identical_section(rows: list[BatchResult]) -> list[str]:

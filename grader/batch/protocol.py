@@ -53,21 +53,27 @@ class BatchSettings(BaseModel):
 
 
 class Item(BaseModel):
-    """One submission to grade: `id` (escaped: grader.text.printable), `path` as given, escaped the same way
-    (shown in outputs), `real` (resolved, inside its student's folder: the file the worker reads), `name` (the
-    safe file name the worker grades it under), its bytes' `sha256`, and `problem` (a reason it cannot be
-    graded, found before reading: then it becomes an error row without a worker); `stray`: a source file or
-    archive that is not a .cu file (its problem says so); `key`: its resume key (grader.batch.command.result_key);
-    `submitters` and `submitted_at`: from a Gradescope export (grader.batch.discovery.read_exports)."""
+    """One submission to grade: `id` (escaped: grader.text.printable), `path` relative to its class folder
+    ("alice/src/kernel.cu", "bob.cu"; never a path of the grading machine), escaped the same way (shown in
+    outputs and the student's report), `entry` (the class folder's entry it was found in: the student folder's or
+    the file's name, which a Gradescope export's metadata names), `real` (resolved, inside its student's folder:
+    the file the worker reads), `name` (the safe file name the worker grades it under), its bytes' `sha256`, and
+    `problem` (a reason it cannot be graded, found before reading: then it becomes an error row without a
+    worker); `stray`: a source file or archive that is not a .cu file (its problem says so); `remarks`: what the
+    batch found in the submission and did not use (a metadata file inside it), for the instructor; `key`: its
+    resume key (grader.batch.command.result_key); `submitters` and `submitted_at`: from a Gradescope export
+    (grader.batch.discovery.name_submitters)."""
 
     id: str
     path: str
+    entry: str = ""
     real: Path | None = None
     name: str = "submission.cu"
     sha256: str | None = None
     problem: str | None = None
     key: str = ""
     stray: bool = False
+    remarks: list[str] = Field(default_factory=list)
     submitters: list[Submitter] = Field(default_factory=list)
     submitted_at: str = ""
 

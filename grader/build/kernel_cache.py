@@ -86,15 +86,23 @@ def entries() -> list[Path]:
 
 def clear() -> int:
     """Remove every entry of the cache folder (and this process's memory of them); the number removed."""
+    return clear_entries()[0]
+
+
+def clear_entries() -> tuple[int, list[str]]:
+    """Remove every entry of the cache folder (and this process's memory of them): (the number removed, the entries
+    that could not be removed, each with why)."""
     _memory.clear()
-    removed = 0
+    removed, failed = 0, []
     for path in entries():
         try:
             path.unlink()
             removed += 1
-        except OSError:
+        except FileNotFoundError:  # another process cleared it first
             pass
-    return removed
+        except OSError as err:
+            failed.append(f"{path.name} ({err.strerror or err})")
+    return removed, failed
 
 
 def _key(text: str, name: str, kernels: tuple[str, ...], arch: str) -> str:
@@ -188,37 +196,74 @@ def _write(where: Path, key: str, c: Compiled) -> None:
                 pass
 
 
+CACHE_EXIT_NOTHING = 1
+"""`grade cache --clear` found no entry to remove: nothing was done (the cache is empty, missing or off)."""
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of `grade cache` (module docstring)."""
     from grader.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_PASS, exit_codes_help
-    from grader.options import HelpFormatter
+    from grader.options import HelpFormatter, add_format_options
 
     p = argparse.ArgumentParser(prog="grade cache", formatter_class=HelpFormatter,
                                 description="Show where the grader keeps its own compiled kernels (one entry per "
                                 "source, NVRTC version and arch; never a submission), or empty it.",
-                                epilog=exit_codes_help((EXIT_PASS, "shown or cleared"), (EXIT_INPUT, "usage error: a bad option"),
-                                                      EXIT_INTERRUPTED))
+                                epilog=exit_codes_help((EXIT_PASS, "shown, or cleared (entries were removed)"),
+                                                       (CACHE_EXIT_NOTHING, "--clear found nothing to remove (the "
+                                                                            "cache is empty, missing or off)"),
+                                                       (EXIT_INPUT, "usage error: a bad option; or an entry that "
+                                                                    "--clear could not remove (permissions)"),
+                                                       EXIT_INTERRUPTED))
     p.add_argument("--clear", action="store_true", help="remove every entry (they are compiled again when needed)")
+    add_format_options(p, ("text", "json"), {"text": "one line on stdout (default)",
+                                             "json": "the folder, its state and entries as one JSON document"})
     return p
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
-    """`grade cache [--clear]`: print the folder and its entries (count, KiB), or clear it; returns 0."""
+    """`grade cache [--clear] [--json]`: print the folder and its entries (count, KiB), or clear it; returns the
+    exit code (parser's epilog: 0 done, 1 --clear found nothing to remove, 2 an entry could not be removed)."""
+    from grader.errors import EXIT_INPUT
+
     where = folder()
-    if where is None:
-        print(f"the kernel cache is off ({ENV}=off): the grader's kernels are compiled in every run")
-        return 0
-    if args.clear:
-        print(f"removed {clear()} entries from {where}")
-        return 0
     found = entries()
-    size = sum(p.stat().st_size for p in found if p.exists())
-    if where.exists() and not where.is_dir():
-        state = " (not a folder: nothing is kept; point it at a folder)"
-    elif where.exists() and not _trusted(where):
-        state = " (not read: another user owns it or others may write it)"
+    info: dict[str, object] = {"command": "cache", "folder": str(where) if where else None, "state": _state(where),
+                               "entries": len(found), "bytes": sum(p.stat().st_size for p in found if p.exists())}
+    code = 0
+    if args.clear:
+        removed, failed = clear_entries()
+        code = EXIT_INPUT if failed else 0 if removed else CACHE_EXIT_NOTHING
+        info.update(removed=removed, not_removed=failed)
+        text = (f"removed {removed} entries from {where}" + (f"; could not remove {len(failed)}: "
+                                                            f"{', '.join(failed[:3])}" if failed else "")
+                if removed or failed else f"nothing to remove: {_describe(where, info)}")
     else:
-        state = ""
-    print(f"{where}{state}: {len(found)} entries, {size / 1024:.0f} KiB (`grade cache --clear` empties it; "
-          f"{ENV} moves it, or turns it off with off)")
-    return 0
+        text = _describe(where, info)
+    info["exit_code"] = code
+    if args.format == "json":
+        print(json.dumps(info, indent=2))
+    else:
+        print(text, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def _state(where: Path | None) -> str:
+    """The cache folder's state in one word: off, missing, not-a-folder, untrusted or ok."""
+    if where is None:
+        return "off"
+    if not where.exists():
+        return "missing"
+    if not where.is_dir():
+        return "not-a-folder"
+    return "ok" if _trusted(where) else "untrusted"
+
+
+def _describe(where: Path | None, info: dict[str, object]) -> str:
+    """The line `grade cache` prints for the folder `where` (info: run's)."""
+    if where is None:
+        return f"the kernel cache is off ({ENV}=off): the grader's kernels are compiled in every run"
+    state = {"not-a-folder": " (not a folder: nothing is kept; point it at a folder)",
+             "untrusted": " (not read: another user owns it or others may write it)",
+             "missing": " (not made yet)"}.get(str(info["state"]), "")
+    return (f"{where}{state}: {info['entries']} entries, {int(info['bytes']) / 1024:.0f} KiB (`grade cache --clear` "
+            f"empties it; {ENV} moves it, or turns it off with off)")

@@ -17,6 +17,10 @@ submission:
       :results: {...}                   (the autograder's results.json, when there was one)
       :history: [...]                   (earlier submissions of the same students)
 
+Gradescope's autograder writes the same facts for the one submission it grades as JSON, beside the submission's
+folder (`/autograder/submission_metadata.json`: "id", "created_at", "users" with name, email and sid);
+read_autograder_metadata reads it, naming the submission as the export names its folder (`submission_NNN`).
+
 Keys are Ruby symbols, so PyYAML reads them as strings with a leading colon (`:submitters`). Only the
 submitters (name, email, sid) and `:created_at:` are read; everything else is skipped.
 
@@ -32,6 +36,8 @@ How an instructor grades an export: docs/batch.md.
 from __future__ import annotations
 
 import base64
+import json
+import re
 from pathlib import Path
 
 from grader.errors import InputError
@@ -40,6 +46,10 @@ from grader.text import name_text, printable
 
 METADATA_NAME = "submission_metadata.yml"
 """The file of an export folder that `grade batch` recognises."""
+AUTOGRADER_METADATA_NAME = "submission_metadata.json"
+"""The file Gradescope's autograder writes beside the submission's folder (/autograder/submission_metadata.json):
+this one submission's id, time and users (read_autograder_metadata)."""
+METADATA_NAMES = (METADATA_NAME, AUTOGRADER_METADATA_NAME)
 MAX_METADATA_BYTES = 32 * 2**20
 """Read no more of the file than this (an export of 1,000 submissions with their autograder results and history
 is a few MiB); a larger file is refused with the reason."""
@@ -117,8 +127,10 @@ def parse_metadata(text: str, where: str = METADATA_NAME) -> dict[str, ExportEnt
     if data is None or data == "":
         return {}
     if not isinstance(data, dict):
-        raise InputError(f"{where}: expected a mapping of submission folders to their submitters, found "
-                         f"{type(data).__name__}")
+        line = next((i for i, ln in enumerate(text.splitlines(), 1)
+                     if ln.strip() and not ln.lstrip().startswith(("#", "---", "%"))), 1)
+        raise InputError(f"{where}: expected a mapping of submission folders to their submitters at line {line}, "
+                         f"found {type(data).__name__}")
     out: dict[str, ExportEntry] = {}
     for folder, entry in data.items():
         if not isinstance(folder, str) or not isinstance(entry, dict):
@@ -141,14 +153,60 @@ def _submitter(p: dict) -> Submitter:
 
 
 def read_metadata(folder: Path) -> dict[str, ExportEntry] | None:
-    """The export metadata of `folder` (parse_metadata of its METADATA_NAME), or None when the folder has no
-    such file. Raises InputError when the file is a link (not followed, like every link in a class folder), is
-    not a regular file, cannot be read, is over MAX_METADATA_BYTES, is not UTF-8, or is not readable as the
-    export's YAML."""
+    """The export metadata of `folder` (read_metadata_file of its METADATA_NAME), or None when the folder has no
+    such file. Raises InputError as read_metadata_file does."""
     path = Path(folder) / METADATA_NAME
-    shown = name_text(str(path))
     if not path.is_symlink() and not path.exists():
         return None
+    return read_metadata_file(path)
+
+
+def read_metadata_file(path: Path) -> dict[str, ExportEntry]:
+    """{folder name: ExportEntry} of the export metadata file at `path` (parse_metadata). Raises InputError when
+    the file is a link (not followed, like every link in a class folder), is not a regular file, cannot be read,
+    is over MAX_METADATA_BYTES, is not UTF-8, or is not readable as the export's YAML (naming the line)."""
+    text, shown = _read_text(Path(path))
+    return parse_metadata(text, shown)
+
+
+def read_autograder_metadata(path: Path) -> tuple[str, ExportEntry]:
+    """(id, entry) from the JSON file Gradescope's autograder writes beside the submission folder
+    (AUTOGRADER_METADATA_NAME: {"id": 123456, "created_at": "...", "users": [{"name", "email", "sid", ...}], ...}):
+    `id` is the name the export gives the submission's folder ("submission_123456"; "" when the file gives no id
+    that is a whole number or a plain name), the entry its users (escaped and cut as the export's) and created_at.
+    Raises InputError as read_metadata_file does, naming the line of a JSON error."""
+    text, shown = _read_text(Path(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{shown}: not readable as Gradescope's autograder metadata at line {err.lineno} "
+                         f"({printable(err.msg, 120)})") from None
+    except (RecursionError, ValueError) as err:
+        raise InputError(f"{shown}: not readable as Gradescope's autograder metadata ({type(err).__name__})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{shown}: expected one JSON object (the submission), found {type(data).__name__}")
+    users = data.get("users") if isinstance(data.get("users"), list) else []
+    people = [Submitter(name=_field(_text(u.get("name"))), email=_field(_text(u.get("email"))),
+                        sid=_field(_text(u.get("sid")))) for u in users[:MAX_SUBMITTERS] if isinstance(u, dict)]
+    number = _text(data.get("id"))
+    id = f"submission_{number}" if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", number) else ""
+    return id, ExportEntry(submitters=[s for s in people if s.name or s.email or s.sid],
+                           created_at=_field(_text(data.get("created_at"))))
+
+
+def _text(value: object) -> str:
+    """A JSON scalar as the text written: a string as it is, a whole number in digits; "" for anything else."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
+
+
+def _read_text(path: Path) -> tuple[str, str]:
+    """(the text of the metadata file at `path`, the path as messages show it). Raises InputError (module
+    docstring: never through a link, capped, UTF-8)."""
+    shown = name_text(str(path))
+    if not path.is_symlink() and not path.exists():
+        raise InputError(f"{shown}: no such file")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{shown}: not a regular file (a link is not followed); put Gradescope's file itself there")
     try:
@@ -160,7 +218,6 @@ def read_metadata(folder: Path) -> dict[str, ExportEntry] | None:
         raise InputError(f"{shown}: over {MAX_METADATA_BYTES // 2**20} MiB, more than an export of a class holds; "
                          "check the file")
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig"), shown
     except UnicodeDecodeError as err:
         raise InputError(f"{shown}: not UTF-8 (byte {err.start})") from None
-    return parse_metadata(text, shown)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from grader.output.gradescope_export import Submitter
@@ -36,6 +37,8 @@ SLUG_MAX = 40
 HASH_DIGITS = 12
 _PLAIN = re.compile(r"[a-z0-9][a-z0-9._~@-]*")
 _NOT_SAFE = re.compile(r"[^A-Za-z0-9._~@-]+")
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once, at import (setting it is the only way to read it; not thread-safe later)
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
@@ -86,12 +89,23 @@ def write_report(out_dir: Path, id: str, report: GradeReport, submitters: list[S
 
 
 def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write `text` to `path` through `path`.tmp, flushed to disk (fsync), then renamed over it: a reader sees
-    the old file or the new one, never half of one (the batch's reports, gradebook files and class page). Raises
-    OSError when it cannot be written."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding=encoding, newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write `text` to `path` through a temporary file of a name no other writer uses (tempfile.mkstemp beside
+    it: `.NAME.XXXXXXXX.tmp`), flushed to disk (fsync), then renamed over it: a reader sees the old file or the new
+    one, never half of one, and two writers of one file (two merges into one folder) never remove or rename each
+    other's temporary file: the last rename wins. The batch's reports, gradebook files and class page. Raises OSError
+    when it cannot be written (the temporary file is then removed)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with open(fd, "w", encoding=encoding, newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644 & ~_UMASK)  # as open() would have made it (mkstemp's file is 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
