@@ -147,10 +147,31 @@ def test_odd_inputs_do_not_throw_the_match_off(inputs):
 
 def test_inputs_of_huge_magnitude_alone_tell_no_mistake_apart():
     x, bias = make_inputs(np.random.default_rng(3), 64, 64)
-    x = x * np.float32(1e30)  # GELU(v) is v or 0 there in every form
+    x = np.where(np.abs(x) >= 1, x, 4) * np.float32(1e30)  # GELU(v) is v or 0 there, the tanh form too
     with np.errstate(all="ignore"):
         got = gelu_tanh(x.astype(np.float64) + bias).astype(np.float32)
     assert match(x, bias, got) is None
+
+
+@pytest.fixture(scope="module")
+def mostly_huge():
+    """The draws' x scaled by 1e30: all but its zeros and subnormals (there v is about bias) huge, where the
+    sigmoid and tanh forms give what the exact GELU gives; fewer than 1 - MATCH_SHARE of v tell them apart."""
+    x, bias = make_inputs(np.random.default_rng(3), 64, 64)
+    x = x * np.float32(1e30)
+    small = np.abs(x.astype(np.float64) + bias) < 12
+    assert mistakes.MIN_TELLING < small.sum() < (1 - mistakes.MATCH_SHARE) * x.size
+    return x, bias
+
+
+def test_a_right_output_on_mostly_huge_inputs_is_not_the_sigmoid_form(mostly_huge):
+    x, bias = mostly_huge  # it agrees with the sigmoid form on 99% of the elements, but on none of those that tell
+    assert match(x, bias, bias_gelu(x, bias).astype(np.float32)) is None
+
+
+def test_the_sigmoid_form_on_mostly_huge_inputs_is_named_by_the_few_elements_that_tell(mostly_huge):
+    x, bias = mostly_huge
+    assert match(x, bias, output_of("sigmoid", x, bias)).name == "sigmoid"
 
 
 def test_shapes_that_do_not_fit_are_refused():

@@ -25,11 +25,14 @@ tail of the flat output that still hold it, with the rest compared against the r
 An element still holding the fill is unwritten whatever its inputs (a NaN input's answer is NaN, not the fill).
 
 A mistake matches when, over the elements that can be compared (got, the reference and the mistake finite, the
-inputs not NaN, the mistake's bias index inside bias), at least MATCH_SHARE of them are within the exercise's
-tolerance of the mistake (grader.exercise.ATOL, RTOL), and at least MIN_TELLING of them tell the mistake from
-the exact GELU (the two differ there by more than the tolerance). The closeness is the largest
-|got - mistake| / max(1, |mistake|) over the compared elements: absolute below 1, relative above (the draws reach
-magnitudes of 65536, where float32 rounding alone is 0.004 absolute). Robust to
+inputs not NaN, the mistake's bias index inside bias), at least MIN_TELLING of them tell the mistake from the
+exact GELU (the two differ there by more than the exercise's tolerance, grader.exercise.ATOL, RTOL), and at least
+MATCH_SHARE of the compared elements, and of the telling ones, are within that tolerance of the mistake. The
+telling share is what counts where most inputs are far out on the tails: past |v| of about 12 the tanh and
+sigmoid forms give what the exact GELU gives (v or 0), so a right output whose elements are 99% there must not
+match the sigmoid GELU because it agrees with it everywhere but on the few elements that tell. The
+closeness is the largest |got - mistake| / max(1, |mistake|) over the compared elements: absolute below 1,
+relative above (the draws reach magnitudes of 65536, where float32 rounding alone is 0.004 absolute). Robust to
 inputs of any magnitude (an overflow to inf is simply not compared), to +-0, subnormals and NaN. Pure numpy:
 x float32 [rows, cols], bias float32 [cols], got float32 [rows, cols].
 """
@@ -47,7 +50,8 @@ from grader.check.reference import gelu_erf, gelu_tanh
 from grader.model import ReportModel
 
 MATCH_SHARE = 0.99
-"""Share of the compared elements that must be within tolerance of a mistake for the output to match it (a
+"""Share of the compared elements, and of the telling ones, that must be within tolerance of a mistake for the
+output to match it (a
 float32 kernel is within 1e-6 relative of its own float64 formula almost everywhere; 1% leaves room for the few
 elements near a branch of a hand-written approximation)."""
 MIN_TELLING = 8
@@ -187,14 +191,16 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
 
 
 def _score(name: str, formula: str, fix: str, got, ref, cand, usable) -> Mistake | None:
-    """A Mistake when `got` matches `cand` over `usable` (module docstring), else None."""
+    """A Mistake when `got` matches `cand` over `usable` and over the telling elements (module docstring), else
+    None."""
     telling = usable & (np.abs(cand - ref) > _tolerance(ref))
     if int(telling.sum()) < MIN_TELLING:
         return None
-    diff = np.abs(got - cand)[usable]
-    share = float((diff <= _tolerance(cand[usable])).mean())
-    if share < MATCH_SHARE:
+    within = np.abs(got - cand) <= _tolerance(cand)
+    share = float(within[usable].mean())
+    if min(share, float(within[telling].mean())) < MATCH_SHARE:
         return None
+    diff = np.abs(got - cand)[usable]
     worst = float((diff / np.maximum(1.0, np.abs(cand[usable]))).max())  # absolute below 1, relative above
     return Mistake(name=name, formula=formula, max_diff=worst, share=share, compared=int(usable.sum()),
                    text=f"your output matches {formula} to {worst:.1e} ({share:.1%} of {int(usable.sum())} "
