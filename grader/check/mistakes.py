@@ -1,7 +1,7 @@
 """Wrong output named (issue 29): which of the exercise's known mistakes a wrong output matches, and how closely.
 
 A kernel that fails verification gets its output compared, in float64, with what each known mistake computes
-from the same inputs, so the report can say "your output matches GELU_tanh(x + bias) to 2.1e-07: the exercise
+from the same inputs, so the report can say "your output matches GELU_tanh(x + bias) to 5.9e-08: the exercise
 asks for the erf form" instead of only the first bad element. The mistakes (MISTAKES, in the order they are
 tried; v = x + bias[col] unless said):
 
@@ -22,14 +22,19 @@ elements are not compared: the kernel read memory the grader does not know (the 
 a NaN). Then the unwritten patterns, from the word the output is filled with before the launch (`fill`,
 grader.check.verify's; compared by its bits, never as a value): whole rows, the last columns of every row, or a
 tail of the flat output that still hold it, with the rest compared against the reference and the mistakes above.
+An element still holding the fill is unwritten whatever its inputs (a NaN input's answer is NaN, not the fill).
 
 A mistake matches when, over the elements that can be compared (got, the reference and the mistake finite, the
-inputs not NaN, the mistake's bias index inside bias), at least MATCH_SHARE of them are within the exercise's
-tolerance of the mistake (grader.exercise.ATOL, RTOL), and at least MIN_TELLING of them tell the mistake from
-the exact GELU (the two differ there by more than the tolerance). The closeness is the largest
-|got - mistake| / max(1, |mistake|) over the compared elements: absolute below 1, relative above (the draws reach
-magnitudes of 65536, where float32 rounding alone is 0.004 absolute). Robust to inputs of any magnitude (an overflow to inf is simply not compared), to
-+-0, subnormals and NaN. Pure numpy: x float32 [rows, cols], bias float32 [cols], got float32 [rows, cols].
+inputs not NaN, the mistake's bias index inside bias), at least MIN_TELLING of them tell the mistake from the
+exact GELU (the two differ there by more than the exercise's tolerance, grader.exercise.ATOL, RTOL), and at least
+MATCH_SHARE of the compared elements, and of the telling ones, are within that tolerance of the mistake. The
+telling share is what counts where most inputs are far out on the tails: past |v| of about 12 the tanh and
+sigmoid forms give what the exact GELU gives (v or 0), so a right output whose elements are 99% there must not
+match the sigmoid GELU because it agrees with it everywhere but on the few elements that tell. The
+closeness is the largest |got - mistake| / max(1, |mistake|) over the compared elements: absolute below 1,
+relative above (the draws reach magnitudes of 65536, where float32 rounding alone is 0.004 absolute). Robust to
+inputs of any magnitude (an overflow to inf is simply not compared), to +-0, subnormals and NaN. Pure numpy:
+x float32 [rows, cols], bias float32 [cols], got float32 [rows, cols].
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ from grader.check.reference import gelu_erf, gelu_tanh
 from grader.model import ReportModel
 
 MATCH_SHARE = 0.99
-"""Share of the compared elements that must be within tolerance of a mistake for the output to match it (a
+"""Share of the compared elements, and of the telling ones, that must be within tolerance of a mistake for the
+output to match it (a
 float32 kernel is within 1e-6 relative of its own float64 formula almost everywhere; 1% leaves room for the few
 elements near a branch of a hand-written approximation)."""
 MIN_TELLING = 8
@@ -58,8 +64,8 @@ apart, and a 65535 x 5 output is not run through math.erf ten times."""
 
 class Mistake(ReportModel):
     """The known mistake a wrong output matches: its `name` (a key of MISTAKES, or "unwritten"), the formula it
-    computes, `max_diff` (the largest |got - formula| / max(1, |formula|) over the `compared` elements), `share` of them within
-    tolerance, and `text`, the sentence the report shows."""
+    computes, `max_diff` (the largest |got - formula| / max(1, |formula|) over the `compared` elements), `share`
+    of them within tolerance, and `text`, the sentence the report shows."""
 
     name: str
     formula: str
@@ -148,8 +154,9 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
 
     x: float32 [rows, cols]; bias: float32 [cols]; got: float32 [rows, cols], the kernel's output for them.
     fill: the 32-bit word the output held before the launch (exercise.POISON_WORD): an element still
-    holding exactly it was never written (a NaN computed from a NaN the kernel read past an input's end has
-    other bits); None: any NaN counts as unwritten.
+    holding exactly it was never written, whatever its inputs (a NaN computed from a NaN the kernel read past an
+    input's end has other bits); None: a NaN counts as unwritten where the inputs are not NaN (where they are, NaN
+    is the right answer: such an element fits either).
     Returns the best match (the largest share within tolerance, then the smallest max_diff): an unwritten part
     (rows, the last columns, a flat tail) first where there is one. Never raises for odd values (NaN, inf,
     huge magnitudes, subnormals); raises ValueError for shapes that do not fit together."""
@@ -158,13 +165,13 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
     if x.ndim != 2 or got.shape != x.shape or bias.size != x.shape[1]:
         raise ValueError(f"shapes x {x.shape}, bias {bias.shape}, got {got.shape} do not fit [rows, cols], [cols]")
     rows, cols = x.shape
-    unwritten = _unwritten(x, bias, got, fill)
+    left, either = _left(x, bias, got, fill)
+    unwritten = _unwritten(left, either)
     sel = _sample_rows(rows, cols)
-    xs, gs = x[sel].astype(np.float64), got[sel].astype(np.float64)
+    xs, gs, left = x[sel].astype(np.float64), got[sel].astype(np.float64), left[sel]
     b = bias.astype(np.float64)
     r_idx = np.broadcast_to(sel[:, None], xs.shape)
     inputs = Inputs(xs, b, r_idx, r_idx * cols + np.arange(cols)[None, :], rows)
-    left = _left(got[sel], fill)  # still the fill word: never written, whatever number it reads as
     with np.errstate(all="ignore"):
         ref = gelu_erf(inputs.v)
         usable = np.isfinite(gs) & ~left & np.isfinite(ref) & ~np.isnan(xs) & ~np.isnan(b)[None, :]
@@ -174,7 +181,7 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
             found = _score(name, formula, fix, gs, ref, cand, usable & ok & np.isfinite(cand))
             if found is not None and (best is None or (found.share, -found.max_diff) > (best.share, -best.max_diff)):
                 best, best_ok = found, ok
-    if best is not None and not ((np.isnan(gs) | left) & best_ok).any():
+    if fill is None and best is not None and not (left & best_ok).any():
         return best  # NaN only where the mistake reads past the end of bias (the guard's NaN pattern)
     if unwritten is not None:
         if best is not None:
@@ -184,54 +191,62 @@ def match(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None = N
 
 
 def _score(name: str, formula: str, fix: str, got, ref, cand, usable) -> Mistake | None:
-    """A Mistake when `got` matches `cand` over `usable` (module docstring), else None."""
+    """A Mistake when `got` matches `cand` over `usable` and over the telling elements (module docstring), else
+    None."""
     telling = usable & (np.abs(cand - ref) > _tolerance(ref))
     if int(telling.sum()) < MIN_TELLING:
         return None
-    diff = np.abs(got - cand)[usable]
-    share = float((diff <= _tolerance(cand[usable])).mean())
-    if share < MATCH_SHARE:
+    within = np.abs(got - cand) <= _tolerance(cand)
+    share = float(within[usable].mean())
+    if min(share, float(within[telling].mean())) < MATCH_SHARE:
         return None
+    diff = np.abs(got - cand)[usable]
     worst = float((diff / np.maximum(1.0, np.abs(cand[usable]))).max())  # absolute below 1, relative above
     return Mistake(name=name, formula=formula, max_diff=worst, share=share, compared=int(usable.sum()),
                    text=f"your output matches {formula} to {worst:.1e} ({share:.1%} of {int(usable.sum())} "
                         f"elements compared within tolerance): {fix}")
 
 
-def _unwritten(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None) -> Mistake | None:
-    """Rows, the last columns of every row, or a flat tail never written (still `fill`, or NaN when fill is
-    None) where the inputs are not NaN; None when those elements form none of these (or there are none)."""
-    rows, cols = x.shape
-    nan = _left(got, fill) & ~np.isnan(x) & ~np.isnan(bias)[None, :]
-    if not nan.any():
+def _unwritten(left: np.ndarray, either: np.ndarray) -> Mistake | None:
+    """Rows, the last columns of every row, or a flat tail never written: every element `left` (bool [rows, cols],
+    _left's) inside one of these, each of them `left` or `either`; None when the left elements form none of these
+    (or there are none)."""
+    rows, cols = left.shape
+    n_left = int(left.sum())
+    if not n_left:
         return None
-    n_nan = int(nan.sum())
-    full_rows = np.flatnonzero(nan.all(axis=1))
-    full_cols = np.flatnonzero(nan.all(axis=0))
-    flat = nan.reshape(-1)
+    fits = left | either
+    full_rows = np.flatnonzero(fits.all(axis=1) & left.any(axis=1))
+    full_cols = np.flatnonzero(fits.all(axis=0) & left.any(axis=0))
+    flat = fits.reshape(-1)
     tail = flat.size - int(np.flatnonzero(~flat)[-1]) - 1 if (~flat).any() else flat.size
-    if full_rows.size * cols == n_nan:
+    if int(left[full_rows].sum()) == n_left:
         what = f"{full_rows.size} of {rows} rows were never written ({_span(full_rows, 'row')})"
         fix = "launch a block row per row (the row grid) or check the row bound against rows, not cols"
-    elif full_cols.size * rows == n_nan and full_cols.size and full_cols[-1] == cols - 1:
+    elif int(left[:, full_cols].sum()) == n_left and full_cols[0] == cols - full_cols.size:
         what = f"the last {full_cols.size} of {cols} columns of every row were never written"
         fix = "the grid must cover every column: ceil(cols / (block x elements per thread)) blocks per row, and a " \
               "scalar path for the columns a vector access does not cover"
-    elif tail == n_nan:
+    elif int(left.reshape(-1)[flat.size - tail:].sum()) == n_left:
         what = f"the last {tail} of {flat.size} elements were never written"
         fix = "the grid must cover all rows x cols elements: ceil(n / (block x elements per thread)) blocks, and " \
               "a scalar path for the elements left after the last full vector"
     else:
         return None
-    return Mistake(name="unwritten", formula="the fill before the launch", compared=n_nan,
+    return Mistake(name="unwritten", formula="the fill before the launch", compared=n_left,
                    text=f"{what}: they still hold what the output was filled with before the launch; {fix}")
 
 
-def _left(got: np.ndarray, fill: int | None) -> np.ndarray:
-    """Where `got` still holds the 32-bit word `fill` (any NaN when fill is None)."""
-    if fill is None:
-        return np.isnan(got)
-    return np.ascontiguousarray(got, dtype=np.float32).view(np.uint32) == np.uint32(fill)
+def _left(x: np.ndarray, bias: np.ndarray, got: np.ndarray, fill: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(left, either), bool [rows, cols]: where `got` was never written (still the 32-bit word `fill`, whatever the
+    inputs; when fill is None, a NaN where x and bias are not NaN), and where that cannot be told (fill None: a NaN
+    from a NaN input, which is also its right answer)."""
+    if fill is not None:
+        left = np.ascontiguousarray(got, dtype=np.float32).view(np.uint32) == np.uint32(fill)
+        return left, np.zeros_like(left)
+    nan = np.isnan(got)
+    nan_in = np.isnan(x) | np.isnan(bias)[None, :]
+    return nan & ~nan_in, nan & nan_in
 
 
 def _span(idx: np.ndarray, word: str) -> str:
