@@ -143,6 +143,8 @@ class Measured:
     ref: KernelCounters
     t_ref: float
     times: Times
+    ref_ipe: float | None = None
+    """Warp instructions per element a reference with the kernel's own access width executes (ref_instructions)."""
 
     @property
     def s_issue(self) -> float:
@@ -169,7 +171,28 @@ def measured(counters: Counters | None, times: Times | None) -> Measured | None:
     ref = counters.get(MODEL if width is not None and width > exercise.BYTES_PER_FLOAT else PAGE_ANSWER)
     if ref is None or not ref.duration_ns:
         return None
-    return Measured(yours, ref, times.kernel * ref.duration_ns / yours.duration_ns, times)
+    return Measured(yours, ref, times.kernel * ref.duration_ns / yours.duration_ns, times,
+                    ref_instructions(counters, width, ref))
+
+
+MODEL_FLOATS = 4
+"""Floats per thread of the model answer (biasGeluFused<4>); the page's answer moves one."""
+
+
+def ref_instructions(counters: Counters, width: float | None, ref: KernelCounters) -> float | None:
+    """Warp instructions per element of a reference that moves the kernel's `width` bytes per access: the page's
+    answer's (1 float) or the model answer's (4) at those widths, and between them the two fitted to a + b / f, f the
+    floats per access (a thread's fixed instructions, its index and exit, spread over its f elements): a float2 body
+    is judged against what a float2 version of the page's kernel would execute, not against the float4 one's."""
+    page, model = counters.get(PAGE_ANSWER), counters.get(MODEL)
+    floats = width / exercise.BYTES_PER_FLOAT if width else None
+    if page is None or model is None or floats is None or not 1 < floats < MODEL_FLOATS:
+        return ref.instructions_per_elem
+    ipe_page, ipe_model = page.instructions_per_elem, model.instructions_per_elem
+    if ipe_page is None or ipe_model is None:
+        return ref.instructions_per_elem
+    b = (ipe_page - ipe_model) / (1 - 1 / MODEL_FLOATS)
+    return ipe_model + b * (1 / floats - 1 / MODEL_FLOATS)
 
 
 def _estimate(h: Hint, times: Times, after: float | None, basis: str, bound: bool = False) -> Hint:
@@ -192,7 +215,7 @@ def work_after(m: Measured, idle: float = 0.0) -> float:
     warp instructions of warps with no element (grader.feedback.launch_facts' idle fact), not counted as work."""
     t, k = m.times.kernel, m.yours
     after = m.after(m.t_ref, m.s_mem * t / ETA)
-    ipe, ref = _work_per_elem(k, idle), m.ref.instructions_per_elem
+    ipe, ref = _work_per_elem(k, idle), m.ref_ipe
     if ipe and ref is not None:
         after = max(after, t - max(0.0, (ipe - ref) / ipe) * m.s_issue * t / ETA)
     return after
@@ -342,13 +365,16 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
     math) or the XU pipe (special functions, conversions) where the kernel's runs well above the reference's;
     None otherwise."""
     k, ref = m.yours, m.ref
-    ipe, ipe_ref = _work_per_elem(k, idle), ref.instructions_per_elem
+    ipe, ipe_ref = _work_per_elem(k, idle), m.ref_ipe
     if ipe is None or ipe_ref is None or ipe <= WORK_X * ipe_ref:
         return None
     name = _ref_name(m)
+    said = (f"{name}, with accesses as wide, executes {ipe_ref:.2f}" if ipe_ref == ref.instructions_per_elem else
+            f"the page's kernel with accesses as wide would execute about {ipe_ref:.2f} (between the page's answer "
+            "and the model answer)")
     text = (f"extra work per element (from the counters): the kernel's warps executed {ipe:.2f} instructions per "
-            f"element where {name}, with accesses as wide, executes {ipe_ref:.2f}, and its issue slots were busy "
-            f"{k.issue_pct or 0:.0f}% of the launch ({name}: {ref.issue_pct or 0:.0f}%)")
+            f"element where {said}, and its issue slots were busy {k.issue_pct or 0:.0f}% of the launch ({name}: "
+            f"{ref.issue_pct or 0:.0f}%)")
     fp64, xu = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0)), (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
     if fp64[0] >= 5 and fp64[0] > 2 * fp64[1]:
         text += (f". The FP64 pipe ran at {fp64[0]:.0f}% of its peak ({name}: {fp64[1]:.0f}%): the kernel computes "
