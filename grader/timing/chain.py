@@ -29,7 +29,6 @@ import numpy as np
 from grader import exercise
 from grader.timing.contention import disturbed, gpu_turn
 from grader.gpu.device import Gpu
-from grader.check.draws import BIAS_MIX, X_MIX
 from grader.check.verify import DeviceCheck
 from grader.errors import Busy, GraderFault, WrongOutput
 from grader.launch import LaunchSpec, bind
@@ -118,9 +117,7 @@ class _Rounds:
     def redraw(self, k: int) -> None:
         """Fresh inputs for round k (k = -1: before the warm-up), the student's outputs poisoned."""
         n, b = self.rows * self.cols, self.buffers
-        self.seeds = (int(self.rng.integers(2**63)), int(self.rng.integers(2**63)))
-        self.fill.draw(b["x"], n, self.seeds[0], X_MIX)
-        self.fill.draw(b["bias"], self.cols, self.seeds[1], BIAS_MIX)
+        self.seeds = self.fill.exercise_inputs(b["x"], b["bias"], self.rows, self.cols, self.rng)
         self.fill(b["r"], n, int(self.rng.integers(2**63)), -1.0, 1.0)
         for key in STUDENT_OUTPUTS:
             self.gpu.fill_words(b[key], exercise.POISON_WORD, n)

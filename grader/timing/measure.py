@@ -26,7 +26,6 @@ from grader.launch import LaunchSpec, bind
 from grader.model import ReportModel
 from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, InputFiller, Table, TableTimer, Timed, TimedRow,
                                  bench_shape, over_bound)
-from grader.check.draws import BIAS_MIX, X_MIX
 from grader.check.verify import DeviceCheck
 
 BAND_SIGMAS = 2.0
@@ -196,9 +195,7 @@ class _Bench:
         if k == 0 and not self.samples:
             self.sample("before")
         if k < 0 or (k + 1) % exercise.REPEAT_EVERY:
-            self.seeds = (int(self.rng.integers(2**63)), int(self.rng.integers(2**63)))
-            self.fill.draw(self.x, self.n, self.seeds[0], X_MIX)
-            self.fill.draw(self.bias, self.cols, self.seeds[1], BIAS_MIX)
+            self.seeds = self.fill.exercise_inputs(self.x, self.bias, self.rows, self.cols, self.rng)
         self.gpu.fill_words(self.out, exercise.POISON_WORD, self.n)
         self.gpu.fill_words(self.scratch, 0, self.scratch_words)
 

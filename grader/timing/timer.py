@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from grader import exercise
+from grader.check.draws import BIAS_MIX, X_MIX
 from grader.gpu import kernels as grader_kernels
 from grader.gpu.device import Gpu, GpuInfo
 from grader.errors import GraderFault
@@ -219,6 +220,15 @@ class InputFiller:
         shares, shape = mix.packed()
         bind(self.gpu, self.draw_kernel, FILL_DRAW, 1, n,
              {"out": buf, "n": n, "seed": seed, "shares": shares, "shape": shape})()
+
+    def exercise_inputs(self, x, bias, rows: int, cols: int, rng: np.random.Generator) -> tuple[int, int]:
+        """Fresh inputs of the exercise on the GPU, the twin of grader.check.reference.make_inputs: x [rows, cols]
+        and bias [cols] (device buffers of float32) drawn with two seeds from `rng` (X_MIX, BIAS_MIX). Returns the
+        seeds (x's, bias's), from which grader.check.verify.DeviceCheck regenerates them."""
+        seeds = (int(rng.integers(2**63)), int(rng.integers(2**63)))
+        self.draw(x, rows * cols, seeds[0], X_MIX)
+        self.draw(bias, cols, seeds[1], BIAS_MIX)
+        return seeds
 
 
 # --- the timed table: versions beside the copy floor, one row model -----------------------------------
