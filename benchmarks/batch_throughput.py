@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.batch.command import probe_gpus  # noqa: E402
-from grader.errors import EXIT_NO_GPU  # noqa: E402
+from grader.core.errors import EXIT_NO_GPU  # noqa: E402
 
 PHASES = ("start", "read", "context", "compile", "verify", "time", "other", "total", "wall")
 GOAL_PER_MINUTE_PER_GPU = 30

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.build.nvrtc import compile_kernels  # noqa: E402
+from grader.compile.nvrtc import compile_kernels  # noqa: E402
 from grader.gpu.device import open_gpu  # noqa: E402
-from grader.errors import NoGpuError  # noqa: E402
-from grader.launch import LaunchSpec, Param, bind  # noqa: E402
+from grader.core.errors import NoGpuError  # noqa: E402
+from grader.core.launch import LaunchSpec, Param, bind  # noqa: E402
 from grader.timing.timer import CopyFloor, InputFiller, TableTimer, Timed, bench_shape  # noqa: E402
 from reference_kernels.suite import source_text  # noqa: E402
 

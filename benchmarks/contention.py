@@ -33,7 +33,7 @@ def run_load(mode: str) -> None:
     100 ms that occupy every SM."""
     import numpy as np
 
-    from grader.build.nvrtc import compile_kernels
+    from grader.compile.nvrtc import compile_kernels
     from grader.gpu.device import open_gpu
     from grader.timing.timer import FLOOR_VEC4, CopyFloor
 
@@ -89,7 +89,7 @@ def main() -> int:
         run_load(args.load)
         return 0
     from grader.gpu.device import visible_gpus
-    from grader.errors import NoGpuError
+    from grader.core.errors import NoGpuError
 
     try:
         visible_gpus()

@@ -33,7 +33,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
+from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 from grader.gpu.device import visible_gpus  # noqa: E402
 
 CAUSES = ROOT / "tests" / "data" / "causes"

@@ -86,10 +86,10 @@ NVRTC_CANDIDATES = ("__CUDACC_RTC__", "__CUDACC_RTC_INT128__", "__CUDACC_RTC_FLO
 def diverging(implicit: dict) -> tuple[list[str], list[str], str]:
     """(the reserved names, with a leading underscore, that nvcc's device pass defines before a file's first line
     and NVRTC does not; the NVRTC_CANDIDATES NVRTC defines and the device pass does not; NVRTC's version), asked of
-    the installed NVRTC (grader.build.predefined.nvrtc_defines)."""
+    the installed NVRTC (grader.compile.predefined.nvrtc_defines)."""
     from cuda.bindings import nvrtc
 
-    from grader.build.predefined import nvrtc_defines
+    from grader.compile.predefined import nvrtc_defines
 
     reserved = sorted({n for n in implicit if n.startswith("_")} | set(BUILTINS))
     defined = nvrtc_defines(frozenset(reserved)) or frozenset()

@@ -8,7 +8,7 @@ For a whole program (grader.source.program), two builds of the same toolkit rele
 - nvcc's: the file as written, `nvcc -cubin -arch=sm_90 -std=c++17` (the host preprocessor, g++, reads the
   real headers and every directive; the device code is what nvcc would build into the program);
 - the grader's: grader.source.read.prepare's text (the prelude and the extracted kernel, exactly what the grader
-  compiles) through NVRTC with grader.build.nvrtc's options (NVRTC_OPTIONS), by NVRTC of nvcc's own version.
+  compiles) through NVRTC with grader.compile.nvrtc's options (NVRTC_OPTIONS), by NVRTC of nvcc's own version.
   NVRTC 13.5 from the package index and nvcc 13.0 schedule the same kernel differently, so the pip NVRTC
   cannot be the grader's side here: the NVRTC whose version is nvcc's is found (find_toolchain) in nvcc's
   toolkit (lib64/, lib/; the nvidia-cuda-nvcc wheel's lib/ when nvidia-cuda-nvrtc of the same version is
@@ -64,14 +64,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import exercise  # noqa: E402
-from grader.errors import SubmissionError  # noqa: E402
+from grader.core.errors import SubmissionError  # noqa: E402
 from grader.feedback.sass import find_tool  # noqa: E402
 from grader.source.read import prepare, safe_source_name  # noqa: E402
 
 ARCH = "sm_90"
 STD = "c++17"
 NVRTC_OPTIONS = (f"-arch={ARCH}", "--ptxas-options=-v", "--no-source-include", f"--std={STD}")
-"""grader.build.nvrtc's options as cuda.core passes them to NVRTC (tests/test_nvcc_oracle.py checks they agree)."""
+"""grader.compile.nvrtc's options as cuda.core passes them to NVRTC (tests/test_nvcc_oracle.py checks they agree)."""
 SIDE_FOLDER = ROOT / ".oracle-nvrtc"
 ENV_NVRTC = "GRADER_ORACLE_NVRTC"
 CHILD = Path(__file__).with_name("nvrtc_pinned.py")
@@ -211,7 +211,7 @@ def nvcc_cubin(tool: Toolchain, text: str, name: str) -> bytes:
 
 def nvrtc_cubin(tool: Toolchain, text: str, name: str, kernel: str = exercise.KERNEL_NAME) -> bytes:
     """The pinned NVRTC's cubin of `text` (the grader's compile text) under NVRTC_OPTIONS, with `kernel` as a
-    name expression, as grader.build.nvrtc compiles it. Raises BuildFailed with NVRTC's log."""
+    name expression, as grader.compile.nvrtc compiles it. Raises BuildFailed with NVRTC's log."""
     job = json.dumps({"source": text, "name": name, "options": list(NVRTC_OPTIONS), "kernel": kernel})
     got = subprocess.run([sys.executable, str(CHILD), "--compile", tool.nvrtc], input=job.encode(),
                          capture_output=True, timeout=TIMEOUT_S)

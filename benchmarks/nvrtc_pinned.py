@@ -48,7 +48,7 @@ def _log(lib: ctypes.CDLL, prog: ctypes.c_void_p) -> str:
 
 def compile_cubin(lib: ctypes.CDLL, source: str, name: str, options: list[str], kernel: str) -> tuple[bytes, str]:
     """(the cubin, b'' when the compile failed; NVRTC's log) of `source` compiled with `options`, with
-    `kernel` added as a name expression as grader.build.nvrtc does."""
+    `kernel` added as a name expression as grader.compile.nvrtc does."""
     prog = ctypes.c_void_p()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None) != 0:
         return b"", "nvrtcCreateProgram failed"

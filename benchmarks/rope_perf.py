@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.gpu.device import open_gpu  # noqa: E402
-from grader.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # noqa: E402
+from grader.core.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # noqa: E402
 from grader.timing.timer import CopyFloor  # noqa: E402
 from reference_kernels import expected as ref  # noqa: E402
 from reference_kernels.gates import rope_gates  # noqa: E402

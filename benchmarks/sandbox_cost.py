@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader import exercise
-from grader.build import sandbox  # noqa: E402
-from grader.build.nvrtc import _compile  # noqa: E402
+from grader.compile import sandbox  # noqa: E402
+from grader.compile.nvrtc import _compile  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
 
 GOAL_S = 0.1
@@ -85,7 +85,7 @@ def main() -> int:
 def _with_folder(allowed: tuple[str, ...], top: str | None, job: tuple, scoped: bool = True,
                  net: bool = True) -> object:
     """In a fresh, unconfined thread: confine it to the sandbox's files plus everything under `top` (with
-    or without the scopes and network rules), then compile `job` (a diagnostic variant of grader.build.sandbox's
+    or without the scopes and network rules), then compile `job` (a diagnostic variant of grader.compile.sandbox's
     ruleset, never used for grading)."""
     from landlockpy import AccessFS, AccessNet, Ruleset, Scope
 

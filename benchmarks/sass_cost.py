@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader import exercise
 from grader.feedback import sass  # noqa: E402
-from grader.build.nvrtc import compile_kernels  # noqa: E402
+from grader.compile.nvrtc import compile_kernels  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
 
 GOAL_S = 1.0

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.gpu.device import open_gpu  # noqa: E402
-from grader.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
-from grader.grade import grade_file  # noqa: E402
+from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
+from grader.pipeline.grade import grade_file  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ The stages are subpackages, data flowing one way from the source file to the rep
 "Layout"): source (reading the file, includes, tokens, whole programs, prelude, contract, claims) -> build
 (NVRTC in its sandbox, the cubin) -> gpu (device, launch, kernels) -> check (float64 reference, verification)
 -> timing (timer, copy floor, measure, chain) -> feedback (hints, disassembly, counters) -> output (report,
-terminal, Gradescope), and batch for a class. grader.grade runs them for one file, grader.cli is the command
+terminal, Gradescope), and batch for a class. grader.pipeline.grade runs them for one file, grader.cli is the command
 line; the exercise's constants live in grader.exercise.
 
 Python API (for a notebook or a script; docs/grading.md, "From Python"):
@@ -18,14 +18,14 @@ not the submission); every problem of the submission itself is in the report (ve
 The names are imported on first use, so `import grader` stays light.
 """
 
-__version__ = "0.1.0"
+from grader.core.version import __version__
 
 __all__ = ["grade_file", "render_text", "GradeReport", "GraderError", "InputError", "InstallError", "GraderFault",
            "__version__"]
 
-_API = {"grade_file": "grader.grade", "render_text": "grader.output.report", "GradeReport": "grader.output.report",
-        "GraderError": "grader.errors", "InputError": "grader.errors", "InstallError": "grader.errors",
-        "GraderFault": "grader.errors"}
+_API = {"grade_file": "grader.pipeline.grade", "render_text": "grader.output.report", "GradeReport": "grader.output.report",
+        "GraderError": "grader.core.errors", "InputError": "grader.core.errors", "InstallError": "grader.core.errors",
+        "GraderFault": "grader.core.errors"}
 
 
 def __getattr__(name: str):

@@ -8,7 +8,7 @@
   grade batch PATH... [...]                  grade a class (grader.batch.command)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
   grade slurm-script [...]                   print the Slurm job script of a class (grader.batch.slurm)
-  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.build.kernel_cache)
+  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.compile.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
 nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,
@@ -22,12 +22,12 @@ One grammar for every command. --json means one thing everywhere: the command's 
 stdout instead of the text (a GradeReport for `grade FILE`; the SelfcheckResult for `grade selfcheck`; a
 grader.batch.reply.ClassRun for `grade batch` and `grade merge`; the folder and its entries for `grade cache`),
 progress and warnings on stderr; a usage error then still prints one document (for `grade FILE` a GradeReport,
-verdict "error", stage "input"). --format takes the words of grader.options.FORMATS, each meaning the same in
+verdict "error", stage "input"). --format takes the words of grader.core.options.FORMATS, each meaning the same in
 every command that takes it (text, json: the same as --json, gradescope), and --format gradescope never leaves
 Gradescope without its results.json. --arch takes sm_NN or sm_NNa (e.g. sm_90, sm_90a, sm_100a); --seed a whole
 number in [0, 2**63).
 
-Exit codes: grader.errors, and the README's table; every command's -h lists its own. They tell "done" (0; 3 for
+Exit codes: grader.core.errors, and the README's table; every command's -h lists its own. They tell "done" (0; 3 for
 no GPU) from "did nothing" (2: a usage or input error, nothing written; `grade cache --clear` that found nothing to
 remove: 1) and "not finished" (4: run again).
 """
@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING
 
 import grader
 from grader import exercise
-from grader.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
+from grader.core.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
                            GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
-from grader.options import HelpFormatter, add_format_options, arch_type, positive_seconds, seed_type
-from grader.text import printable
+from grader.compile.toolkit import arch_type
+from grader.core.options import HelpFormatter, add_format_options, positive_seconds, seed_type
+from grader.core.text import printable
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -60,7 +61,7 @@ EXIT_BY_VERDICT = {"gold": EXIT_PASS, "silver": EXIT_PASS, "fail": EXIT_FAIL, "e
                    "no-gpu": EXIT_NO_GPU, "busy": EXIT_BUSY}
 
 EXIT_CODES = (EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_NO_GPU, EXIT_GRADER, EXIT_BUSY, EXIT_INTERRUPTED)
-"""The codes `grade FILE` can exit with (their meanings: grader.errors.EXIT_MEANING)."""
+"""The codes `grade FILE` can exit with (their meanings: grader.core.errors.EXIT_MEANING)."""
 
 Run = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 
@@ -159,7 +160,7 @@ def _slurm() -> tuple[argparse.ArgumentParser, Run]:
 
 
 def _cache() -> tuple[argparse.ArgumentParser, Run]:
-    from grader.build import kernel_cache
+    from grader.compile import kernel_cache
 
     return kernel_cache.parser(), kernel_cache.run
 
@@ -407,19 +408,19 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"usage: {USAGE}\ngrade: error: give a .cu file to grade, or a command (grade -h lists them)",
               file=sys.stderr)
         return EXIT_INPUT
-    from grader.build import sandbox
-    from grader.grade import add_counters, grade_file
+    from grader.compile import sandbox
+    from grader.pipeline.grade import add_counters, grade_file
     from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.output.report import error_report, render_text
     from grader.output.terminal import StageLine
 
-    from grader.build.toolkit import install_problem
+    from grader.compile.toolkit import install_problem
 
     box = sandbox.state()
     if not box.available and install_problem() is None:  # else grading stops on the install, with the fix
         print(f"grade: warning: no sandbox around NVRTC here ({box.reason}); the include filter alone keeps "
               "a file from reading this machine's files", file=sys.stderr)
-    from grader.watchdog import DEFAULT_RUN_LIMIT_S, Watchdog, stage_limits
+    from grader.pipeline.watchdog import DEFAULT_RUN_LIMIT_S, Watchdog, stage_limits
 
     report_fd = os.dup(1)  # the report's stream, whatever a kernel's output capture does to descriptor 1
     shown = os.path.basename(os.path.normpath(args.file)) or args.file  # the report names the file, not its folder

@@ -8,7 +8,7 @@ GELU gap, the four predictions).
 --json writes the SelfcheckResult as JSON on stdout instead of the text report; the report's sections then go
 to stderr as they are ready, so a person still sees the progress (`grade selfcheck --json > selfcheck.json`).
 
-Exit codes (grader.errors; `grade selfcheck -h` lists them): 0 every gate passed (the predictions are
+Exit codes (grader.core.errors; `grade selfcheck -h` lists them): 0 every gate passed (the predictions are
 observations, never a failure); 1 a gate failed, a source did not compile or a reference kernel failed on the
 GPU; 2 usage error; 3 no GPU (everything compiled; the float64 GELU gap and the byte model are printed, gates
 and timing need a CUDA GPU); 4 the install lacks its CUDA extra (one line names the pip command) or a CUDA call
@@ -25,11 +25,11 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from grader.build.nvrtc import DEFAULT_ARCH, Compiled
+from grader.compile.nvrtc import DEFAULT_ARCH, Compiled
 from grader.gpu.device import Gpu, GpuInfo, open_gpu
-from grader.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
+from grader.core.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
                            NoGpuError, SubmissionError, exit_codes_help)
-from grader.options import HelpFormatter, arch_type
+from grader.core.options import HelpFormatter
 from grader.check.reference import gelu_gap
 from grader.timing.timer import CopyFloor, over_bound
 from reference_kernels import expected as ref
@@ -39,9 +39,9 @@ from reference_kernels.selfcheck_report import (
     Prediction, byte_counts, gap_text, gates_text, mismatch_text, predictions, predictions_text, table_text,
 )
 from reference_kernels.suite import compile_suite, load_suite
-from grader.text import printable
+from grader.core.text import printable
 from grader.timing.timer import Table, TimerSettings
-from grader.build.toolkit import require_cuda
+from grader.compile.toolkit import arch_type, require_cuda
 from reference_kernels.timed import bf16_table, chain_table, rope_table
 
 DEFAULT_SEED = 96

@@ -3,7 +3,7 @@
 The chain kernels (chain.cu) are the grader's own, in grader.timing.page_kernels (the grader times and profiles them);
 this module adds the RoPE kernels (rope.cu), the bf16 GELUs (gelu_bf16.cu) and chain.cu's geluForms, and
 compiles and loads the whole suite for the self-check. It builds on grader.timing.page_kernels' KernelDef and
-Version, whose byte counts come from each kernel's grader.launch.LaunchSpec (`values_per_elem`,
+Version, whose byte counts come from each kernel's grader.core.launch.LaunchSpec (`values_per_elem`,
 `value_bytes`), the same object its launches are built from (grid, arguments), so the model the run is judged
 against cannot drift from the program (the course page's first property).
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-from grader.build import kernel_cache
+from grader.compile import kernel_cache
 from grader.timing import page_kernels
-from grader.build.nvrtc import Compiled
+from grader.compile.nvrtc import Compiled
 from grader.timing.page_kernels import ION, WIDTHS, KernelDef, Version, Wiring, chain_kernels, kernel_def, params
 
 SOURCES = ("rope.cu", page_kernels.SOURCE, "gelu_bf16.cu")
@@ -88,7 +88,7 @@ def source_text(source: str) -> str:
 def compile_suite(arch: str) -> dict[str, Compiled]:
     """Compile every source for `arch` ('sm_90'); returns {source file: Compiled}.
 
-    Raises grader.errors.SubmissionError(Stage.COMPILE) with NVRTC's diagnostics if a source fails.
+    Raises grader.core.errors.SubmissionError(Stage.COMPILE) with NVRTC's diagnostics if a source fails.
     """
     out = {}
     for source in SOURCES:

@@ -89,11 +89,11 @@ def assert_linear(run: Callable[[Any], Any], make: Callable[[int], Any], size: i
 
 @pytest.fixture(scope="session", autouse=True)
 def kernel_cache_folder(tmp_path_factory):
-    """The grader's kernel cache (grader.build.kernel_cache) in a folder of this test session, for the tests and
+    """The grader's kernel cache (grader.compile.kernel_cache) in a folder of this test session, for the tests and
     the processes they start: a run never reads or fills the user's own cache."""
     import os
 
-    from grader.build import kernel_cache
+    from grader.compile import kernel_cache
 
     folder = tmp_path_factory.mktemp("kernel-cache")
     folder.chmod(0o700)
@@ -110,7 +110,7 @@ def kernel_cache_folder(tmp_path_factory):
 def gpu():
     """A grader.gpu.device.Gpu on device 0, or a skip with the reason there is none."""
     from grader.gpu.device import open_gpu
-    from grader.errors import NoGpuError
+    from grader.core.errors import NoGpuError
 
     try:
         return open_gpu()

@@ -38,7 +38,7 @@ class FakeFence:
 
     def place(self, nbytes: int, side: str):
         from grader.gpu.device import FENCE_ALIGN
-        from grader.launch import DevicePtr
+        from grader.core.launch import DevicePtr
 
         if side == "start":
             return DevicePtr(self.base)
@@ -136,7 +136,7 @@ class FakeGpu:
 
     def sync(self) -> None:
         if self.fault:  # sticky, as a real fault is: every later sync raises it again
-            from grader.errors import Stage, SubmissionError
+            from grader.core.errors import Stage, SubmissionError
 
             raise SubmissionError(Stage.RUN, f"the kernel faulted on the GPU: {self.fault}", fault=self.fault)
 
@@ -294,7 +294,7 @@ def with_example(path, l2_bytes: int = 1 << 14, launch_ms: float = 5.0):
     """A FakeGpu with the example at `path` compiled and loaded: (gpu, kernel, spec, contract). launch_ms: each
     launch's stand-in time (5 ms: 40 launches make the 200 ms warm-up)."""
     from grader import exercise
-    from grader.build.nvrtc import compile_kernels
+    from grader.compile.nvrtc import compile_kernels
     from grader.source.read import read_submission
 
     sub = read_submission(path)

@@ -5,13 +5,13 @@ what the grader itself says without a GPU, each row made by the grader's own fun
 - correct kernels (gold, silver, correct but slow): the H200's gradings of the hint kernels and the model answer
   (tests/data/ncu/h200_gradings.json: the timed table, floor and fraction), each student's kernel time scaled by a
   few percent (a fixed seed); the hints grader.feedback.hints finds now in each kernel's machine code (NVRTC here),
-  ranked by grader.grade.rank_hints with the counters ncu recorded there (tests/data/ncu/h200_*.csv) for the slow
+  ranked by grader.pipeline.grade.rank_hints with the counters ncu recorded there (tests/data/ncu/h200_*.csv) for the slow
   kernels a `--counters-when-slow` batch profiles, and without for the rest; the verifications computed by
   grader.check.verify.compare on the exact function in numpy;
 - wrong output: the tanh GELU (submissions/tanh_gelu.cu) and the bias-index bug (submissions/bias_index_bug.cu),
   their hints from their machine code, their first failed check computed by compare on the same wrong function in
   numpy (the bug's reads past the bias wrap around here, where the GPU reads the guard region);
-- errors in the submission: grader.grade.grade_file's own reports on files that stop before the GPU (a compile
+- errors in the submission: grader.pipeline.grade.grade_file's own reports on files that stop before the GPU (a compile
   error, another kernel name, another parameter list, a refused include, a binary file), a fault (the reason
   grader.gpu.device gives) and a hang (the batch's own time-limit reason, grader.batch.pool.timeout_reason);
 - one error of the grader (grader.gpu.device.grader_call_failed's), one busy row, a Gradescope group of three and
@@ -35,15 +35,15 @@ from class_fixture import H200, clocks
 from grader import exercise
 from grader.batch import gradebook as gb
 from grader.batch.pool import timeout_reason
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import Verification, compare
-from grader.errors import InputError, Stage
+from grader.core.errors import InputError, Stage
 from grader.feedback.counters import counters_of, parse_csv
 from grader.feedback.hints import code_hints
 from grader.feedback.worth import Hint
 from grader.gpu.device import grader_call_failed
-from grader.grade import grade_file, rank_hints, verdict_for
+from grader.pipeline.grade import grade_file, rank_hints, verdict_for
 from grader.output.gradescope_export import Submitter
 from grader.output.report import CompileSummary, GradeReport, error_report
 from grader.source.claims import StudentClaim, StudentRow, byte_count_flags

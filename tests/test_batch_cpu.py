@@ -26,11 +26,11 @@ import pytest
 from conftest import alive, ended, wait_until
 
 from grader.batch import command as batch, gradebook as gb, pool
-from grader.errors import EXIT_INPUT
+from grader.core.errors import EXIT_INPUT
 from grader.output.gradescope import gradescope_results
 from grader.batch.protocol import BatchSettings, Job, event_line
 from grader.output.report import CompileSummary, GradeReport
-from grader.text import markdown_cell
+from grader.core.text import markdown_cell
 from grader.check.verify import Verification
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,7 +170,7 @@ def test_links_are_refused_before_reading_unless_inside_their_own_student_folder
 
 
 def test_worker_clock_announces_compile_and_run_and_times_phases():
-    from grader.errors import PROGRESS as STAGES
+    from grader.core.errors import PROGRESS as STAGES
     from grader.batch.worker import PhaseClock
 
     sent = []
@@ -758,7 +758,7 @@ def test_gradescope_format_on_one_students_folder_ignores_a_cpp_beside_the_cu(tm
 
 # --- the NVRTC sandbox -----------------------------------------------------------------------------------
 def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkeypatch, capsys):
-    from grader.build import sandbox
+    from grader.compile import sandbox
 
     off = sandbox.SandboxState(False, 0, "this Linux kernel has no Landlock")
     monkeypatch.setattr(sandbox, "state", lambda: off)
@@ -777,7 +777,7 @@ def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkey
 
 
 def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path, monkeypatch):
-    from grader.build import sandbox
+    from grader.compile import sandbox
     from grader.batch import worker
 
     monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))

@@ -187,7 +187,7 @@ def test_a_malformed_metadata_file_given_on_gradescopes_route_is_a_warning_not_a
 
 
 def test_every_exit_of_gradescopes_route_writes_results_json(tmp_path, capsys, fake, monkeypatch):
-    from grader.build import sandbox
+    from grader.compile import sandbox
 
     monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))
     auto = write_tree(tmp_path / "autograder", {"submission/kernel.cu": kernel("gold", 0.96, "x")})
@@ -443,7 +443,7 @@ def test_a_usage_error_on_gradescopes_route_still_writes_results_json(tmp_path, 
 
 def test_format_words_mean_the_same_in_every_command(capsys):
     from grader.batch.command import batch_parser, merge_parser
-    from grader.build.kernel_cache import parser as cache_parser
+    from grader.compile.kernel_cache import parser as cache_parser
     from grader.cli import single_parser
 
     def words(p) -> tuple[str, ...]:
@@ -457,7 +457,7 @@ def test_format_words_mean_the_same_in_every_command(capsys):
 
 
 def test_cache_clear_that_removed_nothing_says_so_in_its_exit_code(tmp_path, monkeypatch, capsys):
-    from grader.build import kernel_cache
+    from grader.compile import kernel_cache
 
     monkeypatch.setenv(kernel_cache.ENV, str(tmp_path / "cache"))
     code, out, err = grade(capsys, "cache", "--clear")

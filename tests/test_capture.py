@@ -42,7 +42,7 @@ def test_output_is_bounded_and_escaped():
 
 def _fake_gpu_run(printed: bytes):
     def run(gpu, spec, out, stage):
-        from grader.errors import WrongOutput
+        from grader.core.errors import WrongOutput
         from grader.check.verify import Verification
 
         os.write(1, printed)
@@ -53,7 +53,7 @@ def _fake_gpu_run(printed: bytes):
 
 @pytest.mark.parametrize("fmt", ["json", "text", "gradescope"])
 def test_kernel_output_cannot_forge_the_report(monkeypatch, capfd, fmt):
-    import grader.grade as g
+    import grader.pipeline.grade as g
 
     monkeypatch.setattr(g, "open_gpu", lambda _device=0: FakeGpu())
     monkeypatch.setattr(g, "_run_on_gpu", _fake_gpu_run(FORGED.encode()))

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.check.mistakes import Mistake
 from grader.check.verify import Verification
 from grader.feedback import sass
 from grader.feedback.launch_facts import buffer, launch_hints, param_roles, warps_per_sm
 from grader.feedback.worth import STATIC, Hint, Times, rank
 from grader.gpu.clocks import Clocks
-from grader.grade import WRONG_OUTPUT_KINDS, hints_for
+from grader.pipeline.grade import WRONG_OUTPUT_KINDS, hints_for
 from grader.output.report import CompileSummary, GradeReport
 from grader.source.read import read_submission
 
@@ -214,7 +214,7 @@ NOT_RECORDED = ("no H200 recording of the cause set yet: run `python benchmarks/
 @pytest.mark.parametrize("stem", RECORDED or ["-"])
 def test_the_first_hint_with_recorded_counters_is_the_expected_one(stem):
     from grader.feedback.counters import counters_of, parse_csv
-    from grader.grade import rank_hints
+    from grader.pipeline.grade import rank_hints
 
     graded_there = json.loads(CAUSE_GRADINGS.read_text())
     if stem not in graded_there:

@@ -14,7 +14,7 @@ from fake_gpu import FakeGpu  # noqa: E402
 
 from grader.timing import contention  # noqa: E402
 from grader.timing.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
-from grader.build.nvrtc import compile_kernels  # noqa: E402
+from grader.compile.nvrtc import compile_kernels  # noqa: E402
 from grader.source.contract import Contract  # noqa: E402
 from grader.output.report import GradeReport, render_text  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
@@ -50,7 +50,7 @@ def test_the_students_rows_sit_beside_the_pages_chains(gpu, monkeypatch):
 
 
 def test_a_disturbed_chain_is_a_note_not_a_table(gpu, monkeypatch):
-    from grader.errors import Busy
+    from grader.core.errors import Busy
 
     import grader.timing.chain as chain
 
@@ -69,7 +69,7 @@ def test_the_students_chain_rows_are_checked_every_round(gpu, monkeypatch):
     import numpy as np
 
     import grader.timing.chain as chain
-    from grader.errors import WrongOutput
+    from grader.core.errors import WrongOutput
 
     monkeypatch.setattr(chain, "disturbed", lambda *a: [])
     sub = read_submission("submissions/gold_float4.cu")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.source.claims import find_claim, parse_claim, parse_row
 from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.feedback.hints import code_hints, ptx_facts

@@ -7,7 +7,7 @@ import pytest
 
 from grader.cli import main
 from grader.gpu.device import open_gpu
-from grader.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
+from grader.core.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
 
 from conftest import SUBMISSIONS
 

@@ -15,7 +15,7 @@ from grader.timing import contention
 from grader import exercise
 from grader.gpu.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
 from grader.gpu.device import Gpu
-from grader.errors import Busy
+from grader.core.errors import Busy
 from grader.timing.measure import measure
 from grader.output.report import GradeReport, render_text
 

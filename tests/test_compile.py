@@ -6,8 +6,8 @@ from importlib.resources import files
 import pytest
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
-from grader.errors import SubmissionError
+from grader.compile.nvrtc import compile_kernels
+from grader.core.errors import SubmissionError
 from grader.source.read import read_submission
 
 from conftest import SUBMISSIONS

@@ -12,7 +12,7 @@ import pytest
 from grader import cli
 from grader.timing import contention
 from grader.timing.contention import disturbed, gpu_turn, wait_for_quiet
-from grader.errors import Busy
+from grader.core.errors import Busy
 from grader.gpu.device import GpuLoad
 from grader.output.report import GradeReport, render_text
 
@@ -122,8 +122,8 @@ def test_wait_for_quiet_is_bounded_and_says_so(monkeypatch, capsys):
 
 
 def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
-    from grader.errors import Busy
-    from grader.grade import Outcome, assemble
+    from grader.core.errors import Busy
+    from grader.pipeline.grade import Outcome, assemble
     from grader.timing.measure import busy_reason
     from grader.source.read import read_submission
 
@@ -134,7 +134,7 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
     assert r.reason.startswith("not graded: the GPU was busy (the copy row's spread was 330%")
     assert "other processes: pid 7 (stream, 4.0 GiB) (97% utilization)" in r.reason and "run again" in r.reason
     assert "0.14" not in render_text(r) and "330%" in render_text(r)
-    import grader.grade as g
+    import grader.pipeline.grade as g
 
     monkeypatch.setattr(g, "grade_file", lambda *a, **k: r)
     assert cli.main(["submissions/gold_float4.cu"]) == 5
@@ -145,8 +145,8 @@ def test_a_block_larger_than_the_kernel_allows_is_explained():
     from types import SimpleNamespace
 
     from grader.source.contract import Contract
-    from grader.errors import SubmissionError
-    from grader.grade import _compile_summary, check_launch_fits
+    from grader.core.errors import SubmissionError
+    from grader.pipeline.grade import _compile_summary, check_launch_fits
 
     limits = {"max_threads_per_block": 128, "num_regs": 40, "local_size_bytes": 0}
     with pytest.raises(SubmissionError) as err:

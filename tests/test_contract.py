@@ -1,5 +1,5 @@
 """The `// grade:` block (grader.source.contract): defaults, declarations, lookalikes, the student's row and claim,
-and the launch the contract gives (grader.launch)."""
+and the launch the contract gives (grader.core.launch)."""
 
 import re
 
@@ -9,7 +9,7 @@ import pytest
 from grader import exercise
 from grader.source.claims import parse_claim, parse_row
 from grader.source.contract import Contract, parse_contract
-from grader.errors import InputError, SubmissionError
+from grader.core.errors import InputError, SubmissionError
 
 
 def plan(c: Contract, rows: int, cols: int, sms: int, threads_per_sm: int):

@@ -6,7 +6,7 @@ graded report carries the student's part-3 chain rows."""
 import pytest
 
 from grader.feedback.counters import COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu, submission_counters
-from grader.grade import add_counters, grade_file
+from grader.pipeline.grade import add_counters, grade_file
 
 from conftest import SUBMISSIONS
 

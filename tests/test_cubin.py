@@ -1,4 +1,4 @@
-"""The parameter list from the compiled object (grader.build.cubin), never from text a submission writes.
+"""The parameter list from the compiled object (grader.compile.cubin), never from text a submission writes.
 
 cuobjdump -elf (the `sass` extra) and nvcc (the CUDA toolkit) are the oracles: for each kernel of a set (pointers,
 integers, floating point, structs by value, __grid_constant__, alignment gaps, a struct large enough for
@@ -16,11 +16,11 @@ import subprocess
 
 import pytest
 
-from grader.build import cubin
+from grader.compile import cubin
 from grader.feedback import sass
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.source.contract import Contract
-from grader.errors import GraderFault, SubmissionError
+from grader.core.errors import GraderFault, SubmissionError
 from grader.source.signature import check_params, source_signature
 
 CUOBJDUMP = sass.find_tool("cuobjdump")
@@ -167,6 +167,6 @@ def test_an_unreadable_cubin_is_the_graders_fault(monkeypatch):
     def unreadable(data, mangled):
         raise cubin.CubinError("record format 9 at byte 12 of a .nv.info section")
 
-    monkeypatch.setattr("grader.build.nvrtc.cubin_params", unreadable)
+    monkeypatch.setattr("grader.compile.nvrtc.cubin_params", unreadable)
     with pytest.raises(GraderFault, match="the grader cannot read the parameter list of `k`.*not your code's fault"):
         compile_kernels('extern "C" __global__ void k(float* a) {}', "s.cu", ("k",), "sm_90")

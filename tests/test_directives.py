@@ -15,9 +15,9 @@ import pytest
 
 from conftest import assert_linear
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import normalize, scan
-from grader.errors import SubmissionError
+from grader.core.errors import SubmissionError
 from grader.source.read import prepare_for_nvrtc
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))
@@ -42,7 +42,7 @@ def canary(tmp_path_factory):
 
 
 def nvrtc_log(text: str) -> str:
-    """NVRTC's whole log for `text`, compiled as grader.build.nvrtc compiles a submission (not filtered)."""
+    """NVRTC's whole log for `text`, compiled as grader.compile.nvrtc compiles a submission (not filtered)."""
     from cuda.core import Program, ProgramOptions
 
     options = ProgramOptions(name="s.cu", arch="sm_90", std="c++17", no_source_include=True)

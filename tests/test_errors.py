@@ -13,12 +13,12 @@ import sys
 import pytest
 from cuda.bindings import driver, nvrtc
 
-import grader.grade
+import grader.pipeline.grade
 from grader.batch import command as batch, gpus, pool, worker
-from grader.build import toolkit
+from grader.compile import toolkit
 from grader.cli import main
 from grader.gpu.device import KERNEL_FAULTS, Gpu, grader_call_failed
-from grader.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
+from grader.core.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
                            SubmissionError)
 from grader.batch.protocol import Job
 
@@ -95,7 +95,7 @@ def test_install_error_in_json_and_gradescope_is_not_a_grade(monkeypatch, capsys
 def test_the_api_raises_install_error(monkeypatch):
     monkeypatch.setattr(nvrtc, "nvrtcVersion", no_nvrtc_library)
     with pytest.raises(InstallError) as err:
-        grader.grade.grade_file(GOLD)
+        grader.pipeline.grade.grade_file(GOLD)
     assert err.value.exit_code == EXIT_GRADER and err.value.stage == "install"
 
 
@@ -154,10 +154,10 @@ def test_arch_variant_nvrtc_refuses_is_an_input_error():
 
 
 def test_the_api_refuses_an_unsupported_arch_before_compiling(monkeypatch):
-    monkeypatch.setattr(grader.grade, "compile_kernels", lambda *a: pytest.fail("compiled for a refused arch"))
-    monkeypatch.setattr(grader.grade, "open_gpu", _no_gpu)  # --arch is the target only where there is no GPU
+    monkeypatch.setattr(grader.pipeline.grade, "compile_kernels", lambda *a: pytest.fail("compiled for a refused arch"))
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", _no_gpu)  # --arch is the target only where there is no GPU
     with pytest.raises(InputError, match="sm_70"):
-        grader.grade.grade_file(GOLD, arch="sm_70")
+        grader.pipeline.grade.grade_file(GOLD, arch="sm_70")
 
 
 def _no_gpu(device_id: int = 0):
@@ -174,8 +174,8 @@ def old_gpu() -> FakeGpu:
 def test_a_gpu_older_than_nvrtc_supports_is_exit_2_before_compiling(monkeypatch, capsys):
     if toolkit.supported_archs()[0] <= 70:
         pytest.skip("this NVRTC (cu12) compiles for sm_70")
-    monkeypatch.setattr(grader.grade, "open_gpu", lambda device_id=0: old_gpu())
-    monkeypatch.setattr(grader.grade, "compile_kernels", lambda *a: pytest.fail("compiled for an old GPU"))
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", lambda device_id=0: old_gpu())
+    monkeypatch.setattr(grader.pipeline.grade, "compile_kernels", lambda *a: pytest.fail("compiled for an old GPU"))
     assert main([GOLD]) == EXIT_INPUT
     err = capsys.readouterr().err
     assert "this GPU (Tesla V100-SXM2-16GB, sm_70) is older than" in err and 'pip install ".[cu12]"' in err
@@ -224,7 +224,7 @@ def test_cli_reports_a_grader_fault_as_exit_4_not_a_fail(monkeypatch, capsys):
     def failing(*args, **kwargs):
         raise grader_call_failed("allocating 1 bytes", "CUDA_ERROR_OUT_OF_MEMORY")
 
-    monkeypatch.setattr(grader.grade, "grade_file", failing)
+    monkeypatch.setattr(grader.pipeline.grade, "grade_file", failing)
     assert main([GOLD, "--json"]) == EXIT_GRADER
     captured = capsys.readouterr()
     report = json.loads(captured.out)
@@ -240,7 +240,7 @@ def _grade_job(tmp_path, monkeypatch, error: Exception) -> dict:
     def failing(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(grader.grade, "grade_file", failing)
+    monkeypatch.setattr(grader.pipeline.grade, "grade_file", failing)
     r, w = os.pipe()
     job = Job(path=str(src), sha256=hashlib.sha256(src.read_bytes()).hexdigest(), name="s.cu", display="s.cu")
     worker.grade_job(job, worker.Channel(w))
@@ -262,5 +262,5 @@ def test_no_gpu_is_still_exit_3_not_a_grader_fault(monkeypatch):
     def no_gpu(device_id=0):
         raise NoGpuError("test: no driver")
 
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
-    assert grader.grade.grade_file(GOLD).verdict == "no-gpu"
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
+    assert grader.pipeline.grade.grade_file(GOLD).verdict == "no-gpu"

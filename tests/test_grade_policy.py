@@ -1,9 +1,9 @@
-"""The grading policy with no GPU: the thresholds (grader.grade) and the band that straddles one
+"""The grading policy with no GPU: the thresholds (grader.pipeline.grade) and the band that straddles one
 (grader.timing.measure)."""
 
 import pytest
 
-from grader.grade import verdict_for
+from grader.pipeline.grade import verdict_for
 from grader.timing.measure import straddles
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.output import gradescope_export as gx
-from grader.errors import InputError
+from grader.core.errors import InputError
 from grader.output.student_files import report_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +183,7 @@ def test_an_export_given_as_the_current_folder_is_read_too(tmp_path):
 def test_a_folder_named_with_a_backslash_gets_its_submitters(tmp_path):
     from grader.batch import discovery
 
-    # the batch's id doubles the backslash (grader.text.name_text); the metadata's folder names are escaped the
+    # the batch's id doubles the backslash (grader.core.text.name_text); the metadata's folder names are escaped the
     # same way, so the folder and its entry still meet
     folder = tmp_path / "export"
     (folder / "sub\\mission_1").mkdir(parents=True)

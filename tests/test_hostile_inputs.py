@@ -13,7 +13,7 @@ import pytest
 from grader.batch import gradebook as gb, pool
 from grader.cli import main
 from grader.output.report import GradeReport, render_text
-from grader.text import markdown_cell, printable, printable_lines
+from grader.core.text import markdown_cell, printable, printable_lines
 
 from conftest import SUBMISSIONS, assert_linear
 
@@ -25,7 +25,7 @@ def no_control(text: str) -> bool:
     return not any(c in text for c in CONTROL)
 
 
-# --- escaping: one helper (grader.text) for everything shown ------------------------------------------
+# --- escaping: one helper (grader.core.text) for everything shown ------------------------------------------
 def test_printable_escapes_control_and_format_characters():
     # \udcff: the byte 0xFF of a file name that is not UTF-8 (PEP 383), shown as that byte
     assert printable("a\x1b[2J\x07\u202eb\udcff\nc", None) == "a\\x1b[2J\\x07\\u202eb\\xff\\nc"
@@ -179,15 +179,15 @@ def test_signature_scan_is_linear_in_nested_conditionals():
 # --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
 def _compile(text: str, name: str = "s.cu"):
     from grader import exercise
-    from grader.build.nvrtc import compile_kernels
+    from grader.compile.nvrtc import compile_kernels
     from grader.source.read import prepare_for_nvrtc
 
     return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
 
 
 def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
-    from grader.build import nvrtc as c
-    from grader.grade import grade_file
+    from grader.compile import nvrtc as c
+    from grader.pipeline.grade import grade_file
 
     decls = " ".join(f"int a{i};" for i in range(3000))  # 3,000 unused variables on one 30 KB line
     text = GOLD + "\n__global__ void extra() { " + decls + " }\n"
@@ -203,7 +203,7 @@ def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
 
 
 def test_a_long_error_log_is_capped_too():
-    from grader.errors import SubmissionError
+    from grader.core.errors import SubmissionError
     import pytest
 
     text = GOLD + "\n" + "".join(f"int e{i} = ;\n" for i in range(500))
@@ -213,7 +213,7 @@ def test_a_long_error_log_is_capped_too():
 
 
 def test_ptxas_errors_are_shown():
-    from grader.errors import SubmissionError
+    from grader.core.errors import SubmissionError
     import pytest
 
     for extra, said in [("__constant__ float big[20000];\n__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
@@ -330,7 +330,7 @@ def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
 
 # --- UTF-16 and UTF-32 sources ---------------------------------------------------------------------------
 def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
-    from grader.errors import InputError
+    from grader.core.errors import InputError
     from grader.source.read import decode_source
     import pytest
 
@@ -350,7 +350,7 @@ def test_grade_block_numbers_are_ascii_decimal_only():
     import pytest
 
     from grader.source.contract import parse_contract
-    from grader.errors import InputError
+    from grader.core.errors import InputError
 
     assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
                           "s.cu").stride_blocks == 1024

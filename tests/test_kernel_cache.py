@@ -1,4 +1,4 @@
-"""The grader's own kernels compiled once per NVRTC version and arch (grader.build.kernel_cache): from memory, then
+"""The grader's own kernels compiled once per NVRTC version and arch (grader.compile.kernel_cache): from memory, then
 from the cache folder; a torn, foreign or planted entry is never used; writers running at once leave whole
 entries; the cache can be turned off and cleared. No GPU needed (NVRTC compiles to cubin without one)."""
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from grader.build import kernel_cache
+from grader.compile import kernel_cache
 from importlib.resources import files as kernel_files
 
 ARCH = "sm_90"

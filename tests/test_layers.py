@@ -12,12 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
     # the stage packages (each __init__.py is its docstring, importing nothing)
-    ["grader.source", "grader.build", "grader.gpu", "grader.check", "grader.timing", "grader.feedback", "grader.output",
+    ["grader.source", "grader.compile", "grader.gpu", "grader.check", "grader.timing", "grader.feedback", "grader.output",
      "grader.batch"],
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
-    ["grader", "grader.exercise", "grader.errors", "grader.text", "grader.source.lexer", "grader.procs",
-     "grader.source.prelude", "grader.output.svgplot", "grader.build.cubin"],
+    ["grader.core.version"],
+    ["grader", "grader.core", "grader.pipeline", "grader.exercise", "grader.core.errors", "grader.core.text", "grader.source.lexer", "grader.core.procs",
+     "grader.source.prelude", "grader.output.svgplot", "grader.compile.cubin"],
     # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
     ["grader.source.pragmas"],
     # readers of its tokens: the include policy, the whole-program tokens
@@ -25,24 +26,24 @@ LAYERS = [
     # a whole program's declarations, and what each one is
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
-    ["grader.model", "grader.check.draws"],
+    ["grader.core.model", "grader.check.draws"],
     # pure data and numerics: launches as data, the student's claims, float64 references
     # (finding and running a disassembler, below the machine code's facts)
-    ["grader.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
+    ["grader.core.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
      "grader.output.gradescope_export"],
     ["grader.feedback.sass", "grader.check.mistakes"],
     # reading a submission
-    ["grader.source.contract", "grader.build.sandbox", "grader.build.toolkit", "grader.feedback.worth"],
-    ["grader.build.predefined", "grader.feedback.launch_facts"],
+    ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth"],
+    ["grader.compile.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
-    ["grader.source.signature", "grader.source.read", "grader.build.nvrtc", "grader.options"],
-    ["grader.build.kernel_cache", "grader.feedback.source_counters"],
+    ["grader.source.signature", "grader.source.read", "grader.compile.nvrtc", "grader.core.options"],
+    ["grader.compile.kernel_cache", "grader.feedback.source_counters"],
     # the GPU (and the page's chain kernels as data, which the chain's rows and the profiled child launch)
     ["grader.gpu.device", "grader.gpu.kernels", "grader.gpu.capture", "grader.timing.page_kernels"],
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],
     ["grader.timing.measure", "grader.timing.chain", "grader.output.report"],
-    ["grader.grade", "grader.output.gradescope", "grader.output.terminal", "grader.watchdog",
+    ["grader.pipeline.grade", "grader.output.gradescope", "grader.output.terminal", "grader.pipeline.watchdog",
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
@@ -69,6 +70,26 @@ LAYERS = [
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
+PACKAGES = ["grader.core", "grader.compile", "grader.source", "grader.gpu", "grader.check", "grader.timing",
+            "grader.feedback", "grader.output", "grader.pipeline", "grader.batch", "grader", "reference_kernels"]
+"""The packages, floor first: a module may import only from its own package or one below it, so the package graph
+has no circle either. grader.core is the floor (errors, models, launches as data, text, version); the top-level
+modules of grader (the command line, the lazy Python API) are the roof."""
+PACKAGE_OF = {"grader.exercise": "grader.core"}
+"""Top-level modules that belong to a lower package."""
+
+
+def package(name: str) -> str:
+    """The package of module `name` (PACKAGES): its first two parts when that is a package of grader/."""
+    if name in PACKAGE_OF:
+        return PACKAGE_OF[name]
+    parts = name.split(".")
+    if parts[0] == "reference_kernels":
+        return "reference_kernels"
+    if len(parts) > 1 and (ROOT / parts[0] / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return parts[0]
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -89,7 +110,7 @@ def imports(path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            names = [f"{node.module}.{a.name}" for a in node.names]  # a name that is no module: its module
         else:
             continue
         for name in names:
@@ -110,11 +131,22 @@ def test_imports_only_go_down():
     upward = []
     for name, path in mods.items():
         for dep in imports(path, set(mods)) - {name}:
-            if dep == "grader" and name.startswith("grader"):
-                continue  # the package root: __version__
             if RANK[dep] >= RANK[name]:
                 upward.append(f"{name} (layer {RANK[name]}) imports {dep} (layer {RANK[dep]})")
     assert not upward, "\n".join(sorted(upward))
+
+
+def test_packages_only_import_down():
+    """The package graph is a ladder: no import from a package to one above it (the floor imports no stage, the
+    stages never import the pipeline, the batch or the command line)."""
+    mods = modules()
+    unknown = sorted({package(n) for n in mods} - set(PACKAGES))
+    assert not unknown, f"give these packages a place in PACKAGES: {unknown}"
+    level = {p: i for i, p in enumerate(PACKAGES)}
+    upward = sorted(f"{name} ({package(name)}) imports {dep} ({package(dep)})"
+                    for name, path in mods.items() for dep in imports(path, set(mods)) - {name}
+                    if level[package(dep)] > level[package(name)])
+    assert not upward, "\n".join(upward)
 
 
 def test_reference_kernels_sit_above_the_whole_grader():

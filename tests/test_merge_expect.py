@@ -14,7 +14,7 @@ import pytest
 from grader.batch import command as batch, gradebook as gb
 from grader.batch.discovery import shard
 from grader.batch.protocol import Item
-from grader.errors import EXIT_INCOMPLETE, EXIT_INPUT, EXIT_PASS, Stage
+from grader.core.errors import EXIT_INCOMPLETE, EXIT_INPUT, EXIT_PASS, Stage
 from grader.output.report import error_report
 
 IDS = [f"s{i:02d}" for i in range(1, 13)]

@@ -9,7 +9,7 @@ import pytest
 from fake_gpu import FakeGpu
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.check import mistakes
 from grader.check.mistakes import MISTAKES, Inputs, match
 from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs

@@ -14,10 +14,10 @@ import tarfile
 import pytest
 
 import grader
-import grader.grade
+import grader.pipeline.grade
 from grader.batch import gradebook as gb
 from grader.cli import main
-from grader.errors import EXIT_INPUT, EXIT_NO_GPU, NoGpuError
+from grader.core.errors import EXIT_INPUT, EXIT_NO_GPU, NoGpuError
 from grader.output.report import GradeReport, render_text
 from grader.output.terminal import StageLine
 from grader.check.verify import Verification
@@ -70,7 +70,7 @@ def test_seed_only_when_inputs_were_drawn():
 
 
 def test_versions_in_the_text_report(monkeypatch, capsys):
-    monkeypatch.setattr(grader.grade, "open_gpu", lambda device_id=0: (_ for _ in ()).throw(NoGpuError("test")))
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", lambda device_id=0: (_ for _ in ()).throw(NoGpuError("test")))
     assert main([GOLD]) == EXIT_NO_GPU
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("Versions:"))
@@ -136,7 +136,7 @@ def test_gradebook_csv_opens_in_a_spreadsheet_with_non_ascii_names(tmp_path):
 
 
 def test_python_api_for_notebooks():
-    code = ("import sys, grader; assert 'grader.grade' not in sys.modules and 'numpy' not in sys.modules\n"
+    code = ("import sys, grader; assert 'grader.pipeline.grade' not in sys.modules and 'numpy' not in sys.modules\n"
             "from grader import grade_file, render_text, GradeReport\n"
             f"r = grade_file({GOLD!r}); assert isinstance(r, GradeReport)\n"
             "print(r.verdict); print(render_text(r).splitlines()[0])")

@@ -75,7 +75,7 @@ def outcomes(oracle, tool):
 def test_the_oracle_compiles_with_the_graders_options(oracle, monkeypatch):
     import cuda.core
 
-    from grader.build.nvrtc import _compile
+    from grader.compile.nvrtc import _compile
 
     seen = []
 

@@ -12,11 +12,11 @@ import math
 import numpy as np
 import pytest
 
-import grader.grade
+import grader.pipeline.grade
 from grader.batch import gradebook as gb
 from grader.cli import main
-from grader.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
-from grader.model import NON_FINITE_STRINGS as NON_FINITE
+from grader.core.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
+from grader.core.model import NON_FINITE_STRINGS as NON_FINITE
 from grader.output.report import CompileSummary, GradeReport
 from grader.timing.timer import TimedRow
 from grader.check.verify import Verification, compare
@@ -141,7 +141,7 @@ def test_reports_of_every_kind_match_the_schema(capsys, monkeypatch):
     assert assert_valid(capsys.readouterr().out, schema)["stage"] == "compile"
     assert main(["does/not/exist.cu", "--json"]) == 2
     assert assert_valid(capsys.readouterr().out, schema)["stage"] == "input"
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
     assert main([GOLD, "--json"]) == EXIT_NO_GPU
     assert assert_valid(capsys.readouterr().out, schema)["verdict"] == "no-gpu"
 
@@ -162,7 +162,7 @@ def assert_not_graded(results: dict) -> None:
 
 
 def test_gradescope_without_a_gpu_says_not_graded_and_gives_no_points(monkeypatch, capsys):
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
     assert main([GOLD, "--format", "gradescope"]) == EXIT_NO_GPU
     results = json.loads(capsys.readouterr().out)
     assert_not_graded(results)
@@ -171,7 +171,7 @@ def test_gradescope_without_a_gpu_says_not_graded_and_gives_no_points(monkeypatc
 
 
 def test_gradescope_still_scores_a_compile_error_without_a_gpu(monkeypatch, capsys):
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
     assert main([str(SUBMISSIONS / "compile_error.cu"), "--format", "gradescope"]) == 1
     results = json.loads(capsys.readouterr().out)
     assert results["score"] == 0 and sum(t["max_score"] for t in results["tests"]) == 10
@@ -243,7 +243,7 @@ def test_json_report_escapes_controls_and_bidi_overrides_from_compiler_excerpts(
 def test_a_file_name_that_is_not_utf8_still_gives_a_json_report(tmp_path, capsys, monkeypatch):
     src = tmp_path / "caf\udce9.cu"  # the byte 0xE9 (Latin-1 é) as Python decodes it from a file name
     src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
     assert main([str(src), "--json"]) == EXIT_NO_GPU
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"] == "no-gpu" and report["file"].endswith("caf\\xe9.cu")
@@ -256,7 +256,7 @@ def test_a_file_name_that_is_not_utf8_still_gives_a_json_report(tmp_path, capsys
 def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, monkeypatch, name, shown, fmt):
     src = tmp_path / name  # a byte that is not UTF-8 (Python's surrogate), a newline that could forge a line
     src.write_bytes((SUBMISSIONS / "gold_float4.cu").read_bytes())
-    monkeypatch.setattr(grader.grade, "open_gpu", no_gpu)
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", no_gpu)
     assert main([str(src), "--format", fmt]) == EXIT_NO_GPU
     out = capsys.readouterr().out
     if fmt == "text":
@@ -270,7 +270,7 @@ def test_a_hostile_file_name_gives_its_report_in_every_format(tmp_path, capsys, 
         assert "\n" not in name or "\nVerdict: GOLD" not in results["output"]
 
 def test_no_nul_byte_in_the_compile_log(capsys):
-    from grader.build.nvrtc import compile_kernels
+    from grader.compile.nvrtc import compile_kernels
 
     compiled = compile_kernels((SUBMISSIONS / "gold_float4.cu").read_text(), "gold.cu", ("biasGeluFused",), "sm_90")
     assert "ptxas info" in compiled.log and "\x00" not in compiled.log  # cuda.core hands NVRTC's NULs on

@@ -15,7 +15,7 @@ import pytest
 
 from grader.batch import pool
 from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S
-from grader.errors import Stage, WorkerStartError
+from grader.core.errors import Stage, WorkerStartError
 from grader.batch.protocol import (BatchSettings, Child, Graded, Item, Job, Ready, Result, StageEvent, event_line,
                                    read_event)
 from grader.output.report import GradeReport

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from grader.source.includes import scan
-from grader.errors import SubmissionError
+from grader.core.errors import SubmissionError
 from grader.source.read import prepare
 
 from conftest import assert_linear

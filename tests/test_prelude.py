@@ -22,9 +22,9 @@ import pytest
 
 from grader import exercise
 from grader.source import prelude as prelude_module
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import ALLOWED_INCLUDES
-from grader.build.predefined import nvrtc_defines
+from grader.compile.predefined import nvrtc_defines
 from grader.source.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_names, prelude
 from grader.source.program import extract
 from grader.source.read import prepare
@@ -260,7 +260,7 @@ def test_host_macros_are_the_headers_macros(generator):
 def test_the_names_only_one_preprocessor_defines_hold_for_this_nvrtc():
     # grader.source.pragmas refuses host_macros.json's nvcc_only and nvrtc_only names, read with one NVRTC; the NVRTC
     # installed here (PyPI's newest in CI, 13.0 on the GPU image) must agree, or the refusals are out of date.
-    from grader.build.predefined import nvrtc_defines
+    from grader.compile.predefined import nvrtc_defines
 
     data = json.loads((ROOT / "grader" / "source" / "host_macros.json").read_text())
     nvcc_only, nvrtc_only = frozenset(data["nvcc_only"]), frozenset(data["nvrtc_only"])

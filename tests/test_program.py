@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import scan
-from grader.errors import SubmissionError
+from grader.core.errors import SubmissionError
 from grader.source.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
 from grader.source.signature import source_signature
 from grader.source.prelude import prelude

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from grader.grade import grade_file
+from grader.pipeline.grade import grade_file
 
 from conftest import ROOT
 

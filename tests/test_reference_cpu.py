@@ -176,7 +176,7 @@ def test_wide_half_split_moves_16_bytes_and_page_kernels_do_not(compiled):
 # --- the self-check without a GPU ------------------------------------------------------------------
 def _has_gpu() -> bool:
     from grader.gpu.device import open_gpu
-    from grader.errors import NoGpuError
+    from grader.core.errors import NoGpuError
 
     try:
         open_gpu()

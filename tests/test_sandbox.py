@@ -1,4 +1,4 @@
-"""The NVRTC sandbox (grader.build.sandbox): with the include filter bypassed, Landlock alone keeps every leak case
+"""The NVRTC sandbox (grader.compile.sandbox): with the include filter bypassed, Landlock alone keeps every leak case
 of tests/data/leaks from reading a file, while the same cases, compiled unconfined, do read it.
 
 The target is a canary file made for the test (never a real system file): its unique text must not reach
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.build import sandbox
-from grader.build.nvrtc import _compile, compile_kernels
-from grader.errors import SandboxError, SubmissionError
+from grader.compile import sandbox
+from grader.compile.nvrtc import _compile, compile_kernels
+from grader.core.errors import SandboxError, SubmissionError
 from grader.source.prelude import PRELUDE
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))

@@ -18,7 +18,7 @@ from conftest import SUBMISSIONS, ended
 
 from grader import exercise
 from grader.feedback import sass, sass_disassembler
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
 from grader.feedback.sass import Disassembler, DisassemblyError
 from grader.source.read import read_submission

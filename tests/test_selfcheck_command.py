@@ -10,7 +10,7 @@ import importlib.metadata
 from conftest import ROOT
 
 from grader import cli
-from grader.errors import EXIT_GRADER
+from grader.core.errors import EXIT_GRADER
 
 VALUE = "reference_kernels.selfcheck:command"
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from grader.source.contract import Contract
-from grader.errors import SubmissionError
+from grader.core.errors import SubmissionError
 from grader.source.signature import check_params, source_signature
 
 

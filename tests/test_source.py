@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.errors import EXIT_INPUT, InputError, SubmissionError
+from grader.core.errors import EXIT_INPUT, InputError, SubmissionError
 from grader.source.read import prepare_for_nvrtc, read_submission
 
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.feedback import sass
 from grader.feedback.counters import InstructionCounters
 from grader.feedback.launch_facts import param_roles

@@ -3,7 +3,7 @@ evaluated `__has_include`), and file names that would inject text into the `#lin
 
 import pytest
 
-from grader.errors import SubmissionError
+from grader.core.errors import SubmissionError
 from grader.source.read import prepare_for_nvrtc, read_submission, safe_source_name
 
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"

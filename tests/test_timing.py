@@ -6,8 +6,8 @@ import pytest
 
 from grader import exercise
 from grader.gpu.device import GpuInfo
-from grader.errors import GraderFault
-from grader.launch import LaunchSpec, Param
+from grader.core.errors import GraderFault
+from grader.core.launch import LaunchSpec, Param
 from grader.timing.timer import Timed, bench_shape, gbs, stats_of
 
 

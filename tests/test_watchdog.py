@@ -1,4 +1,4 @@
-"""grade FILE's watchdog (grader.watchdog): a stage past its run limit and a Ctrl-C while the main thread is
+"""grade FILE's watchdog (grader.pipeline.watchdog): a stage past its run limit and a Ctrl-C while the main thread is
 stuck (as inside a CUDA driver wait for a kernel that never ends) both end the process at once."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import time
 
 import pytest
 
-from grader import watchdog
+from grader.pipeline import watchdog
 
 from conftest import ROOT
 
 STUCK = """
 import signal, sys, threading
-from grader.watchdog import Watchdog
+from grader.pipeline.watchdog import Watchdog
 def expired(stage, seconds):
     print(f"expired {stage} after {seconds}", file=sys.stderr, flush=True)
 dog = Watchdog({"verify": LIMIT}, expired).start()

@@ -12,10 +12,10 @@ import pytest
 
 from grader.feedback import counters
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.feedback.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
                                       counters_wanted, parse_csv)
-from grader.grade import add_counters, hints_for, rank_hints
+from grader.pipeline.grade import add_counters, hints_for, rank_hints
 from grader.gpu.clocks import Clocks
 from grader.gpu.device import GpuInfo
 from grader.source.read import read_submission
@@ -46,7 +46,7 @@ H200 = GpuInfo(name="NVIDIA H200", compute_capability="9.0", arch="sm_90", multi
 def graded(name: str, with_counters: bool = True, files: dict[str, str] = FILES,
            gradings: dict = GRADINGS) -> GradeReport:
     """The H200's grading of the hint kernel `name` (its times, its GPU, its clocks at 1980 MHz), with the hints
-    the grader finds in it now (grader.grade.hints_for: machine code, launch facts), ranked with (or without) its
+    the grader finds in it now (grader.pipeline.grade.hints_for: machine code, launch facts), ranked with (or without) its
     recorded counters."""
     g = {k: v for k, v in gradings[name].items() if k not in ("hints", "gpu", "versions")}
     sub = read_submission(ROOT / files[name])

@@ -15,7 +15,7 @@ the plots show, so the page reads without them and without script (sorting and t
 script adds; it makes their controls itself, so none shows where it does not run: grader.batch.classpage_assets).
 
 Safety: every string a student controls (ids, names, emails, reasons, compiler messages) is escaped for HTML
-(grader.output.svgplot.escape, after grader.text.printable), and no data is ever put inside the script: the script is a
+(grader.output.svgplot.escape, after grader.core.text.printable), and no data is ever put inside the script: the script is a
 constant, read from the table's DOM. A Content-Security-Policy meta allows nothing from the network
 (`default-src 'none'`) and only this page's own script and style, by their sha256 (no 'unsafe-inline'), so an
 injected `<script>` or `onerror=` would not run even if escaping failed.
@@ -37,7 +37,7 @@ from grader.batch.classpage_assets import SCRIPT, STYLE
 from grader.batch.gradebook import BatchResult, Gradebook
 from grader.output.student_files import report_file, write_atomic
 from grader.output.svgplot import escape
-from grader.text import printable
+from grader.core.text import printable
 
 
 def _sha256(text: str) -> str:
@@ -50,7 +50,7 @@ CSP = (f"default-src 'none'; script-src {_sha256(SCRIPT)}; style-src {_sha256(ST
 
 
 def _t(text: object, limit: int | None = None) -> str:
-    """Untrusted text as HTML: one printable line (grader.text.printable, cut to `limit`), then escaped."""
+    """Untrusted text as HTML: one printable line (grader.core.text.printable, cut to `limit`), then escaped."""
     return escape(printable(str(text), limit))
 
 

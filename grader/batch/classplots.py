@@ -19,7 +19,7 @@ from grader.batch.gradebook import BIN_WIDTH, BINS, BatchResult, fraction_bins
 from grader.batch.triage import GROUPS, Points, group
 from grader.output.gradescope import is_graded
 from grader.output.svgplot import FONT, Plot, nice_ticks
-from grader.text import printable
+from grader.core.text import printable
 
 CLAIM_MAX = 1.5
 """The claimed-against-measured plot shows fractions up to this; a claim above it is drawn on the top edge

@@ -38,26 +38,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import grader
 from grader.batch import (discovery, expect, gpus, gradebook as gb, merging, people, pool, protocol, reply, slurm,
                           worker)
-from grader.build import sandbox
+from grader.compile import sandbox
 from grader.batch.classpage import write_page
 from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
                                     parse_shard, shard, unique_ids)
 from grader.batch.gpus import GpuPlan, plan_gpus, probe_gpus, run_probe  # noqa: F401 - the batch's GPUs
 from grader.batch.reply import ClassRun, Reply, files_shown
-from grader.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
+from grader.core.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
                            Interrupted, Stage, WorkerStartError, exit_codes_help)
 from grader.output.student_files import REPORTS_DIR, write_report
 from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-from grader.options import (HelpFormatter, add_format_options, arch_type, gpu_list, positive_number, positive_seconds,
+from grader.compile.toolkit import arch_type
+from grader.core.version import __version__
+from grader.core.options import (HelpFormatter, add_format_options, gpu_list, positive_number, positive_seconds,
                             seed_type)
 from grader.batch.pool import Progress, Slot, item_error, run_jobs
 from grader.batch.protocol import (DEFAULT_COMPILE_LIMIT, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_RUN_LIMIT, BatchSettings,
                                    Item)
 from grader.output.report import GradeReport
-from grader.text import printable
+from grader.core.text import printable
 
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
@@ -68,7 +69,7 @@ PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm, gpus, merging,
 # --- settings and resume keys --------------------------------------------------------------------------
 def plumbing_files() -> set[str]:
     """The paths, relative to grader/ (POSIX), of the batch's own modules (PLUMBING and this one)."""
-    base = Path(grader.__file__).resolve().parent
+    base = Path(__file__).resolve().parents[1]
     return {Path(f).resolve().relative_to(base).as_posix() for f in (__file__, *(m.__file__ for m in PLUMBING))}
 
 
@@ -91,7 +92,7 @@ def grader_digest(grader_dir: Path | None = None) -> str:
     """sha256 (first 16 hex digits) of the names and bytes of digest_files(): a change to any of them changes
     every row's key, so the next batch regrades. The folder defaults to the installed grader/. Raises OSError
     when one of the files cannot be read."""
-    grader_dir = grader_dir or Path(grader.__file__).resolve().parent
+    grader_dir = grader_dir or Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for name, f in digest_files(grader_dir):
         h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
@@ -102,7 +103,7 @@ def settings_for(settings: BatchSettings, cards: list[str]) -> dict[str, object]
     """The grader settings a result depends on, part of every row's key (module docstring): the grader's version
     and digest, the settings' arch and seed, the GPU models `cards`; `counters` and `counters_when_slow` only
     when on, so rows graded without them keep their keys. The limits and the sandbox are not in it."""
-    key = {"grader": grader.__version__, "grader_source": grader_digest(), "arch": settings.arch,
+    key = {"grader": __version__, "grader_source": grader_digest(), "arch": settings.arch,
            "seed": settings.seed, "cards": sorted(set(cards))}
     if settings.counters:
         key["counters"] = True
@@ -410,7 +411,7 @@ class RowWriter:
     def record(self, item: Item, report: GradeReport, phases: dict[str, float], entry: str | None) -> None:
         """The row of `item` graded to `report` (phases: seconds; entry: its GPU's CUDA_VISIBLE_DEVICES value)."""
         row = gb.make_result(id=item.id, path=item.path, key=item.key, sha256=item.sha256, report=report,
-                             grader_version=grader.__version__, device=entry, phases=phases,
+                             grader_version=__version__, device=entry, phases=phases,
                              submitters=item.submitters, submitted_at=item.submitted_at, shard=self.shard,
                              remarks=item.remarks)
         self.results[item.key] = row = self.store.append(row)  # as written: escaped, as a rerun or merge reads it
@@ -478,7 +479,7 @@ def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: b
     rows = [results[it.key] for it in plan.items if it.key in results]
     complete = complete and len(rows) == len(plan.items)
     s = plan.settings
-    book = gb.build_gradebook(rows, grader.__version__, {**plan.key, "shard": plan.shard, "compile_limit":
+    book = gb.build_gradebook(rows, __version__, {**plan.key, "shard": plan.shard, "compile_limit":
                                                          s.compile_limit, "run_limit": s.run_limit,
                                                          "memory_limit_gib": s.memory_limit_gib,
                                                          "sandbox": plan.box.describe(),

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from grader.batch.protocol import Item
-from grader.errors import InputError
+from grader.core.errors import InputError
 from grader.output.gradescope_export import (AUTOGRADER_METADATA_NAME, METADATA_NAME, METADATA_NAMES, ExportEntry,
                                              read_autograder_metadata, read_metadata_file)
 from grader.source.read import MAX_SOURCE_BYTES, read_capped, safe_source_name
-from grader.text import name_text
+from grader.core.text import name_text
 
 # --- finding submissions -------------------------------------------------------------------------------
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp")
@@ -61,7 +61,7 @@ def find(paths: list[str], exclude: Path | None = None, *, one: bool = False) ->
 
     Never raises for a bad path or a hostile name: a missing path, a link, a folder without exactly one .cu file or
     that cannot be read, a file that is not a regular file or is over the size cap, a source file or archive that
-    is not a .cu file each become an Item with `problem` set. Every id and path is escaped (grader.text.printable:
+    is not a .cu file each become an Item with `problem` set. Every id and path is escaped (grader.core.text.printable:
     a byte of a name that is not UTF-8 as `\\xe9`, a newline as `\\n`).
     """
     ex = _resolved(exclude) if exclude is not None else None
@@ -115,7 +115,7 @@ def _listing(folder: Path) -> list[Path]:
 
 
 def _shown(path: str | PurePath) -> str:
-    """A path or name as outputs show it (grader.text.name_text)."""
+    """A path or name as outputs show it (grader.core.text.name_text)."""
     return name_text(str(path))
 
 

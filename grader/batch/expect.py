@@ -30,8 +30,8 @@ from grader.batch.discovery import find, name_submitters, shard
 from grader.batch.gradebook import BatchResult
 from grader.batch.protocol import Item
 from grader.batch.reply import Expected
-from grader.errors import EXIT_INCOMPLETE, EXIT_PASS
-from grader.text import printable
+from grader.core.errors import EXIT_INCOMPLETE, EXIT_PASS
+from grader.core.text import printable
 
 SHOWN = 20
 """How many ids a message names before "and N more"."""

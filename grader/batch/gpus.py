@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from grader.batch import worker
 from grader.batch.pool import child_env
-from grader.errors import EXIT_INCOMPLETE
+from grader.core.errors import EXIT_INCOMPLETE
 
 PROBE_TIMEOUT = 120.0
 PROBE_COMMAND = [sys.executable, "-m", worker.__name__, "--probe"]

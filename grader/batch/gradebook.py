@@ -8,7 +8,7 @@ only) is imported by ResultStore alone; `grade batch` is Linux-only.
 Everything a row holds comes from the grader's own messages (reasons, compile diagnostics about the
 submission's own file, numbers); no file other than the submission is ever read, so no byte of another file
 can reach these outputs. Strings a student controls (file and folder names, compiler messages) are
-neutralised where a spreadsheet (a formula), a terminal or a markdown renderer (grader.text) would
+neutralised where a spreadsheet (a formula), a terminal or a markdown renderer (grader.core.text) would
 interpret them.
 """
 
@@ -32,10 +32,10 @@ from grader.batch import people
 from grader.source.claims import NOTE_KINDS
 from grader.output.student_files import report_file, write_atomic
 from grader.output.gradescope_export import Submitter
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 from grader.output.report import GradeReport, Verdict
 from grader.output.gradescope import gradescope_score
-from grader.text import markdown_cell
+from grader.core.text import markdown_cell
 
 RESULT_SCHEMA_VERSION = 1
 VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu", "busy")
@@ -205,7 +205,7 @@ class ResultStore:
 
     def append(self, row: BatchResult) -> BatchResult:
         """Append one row as one line and make it durable (flush + fsync) before returning; return the row as
-        that line reads back (every string escaped, grader.model), the row a rerun or `grade merge` sees."""
+        that line reads back (every string escaped, grader.core.model), the row a rerun or `grade merge` sees."""
         line = row.model_dump_json()
         self._file.write(line.encode() + b"\n")
         self._sync()

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from grader.batch import gradebook as gb
 from grader.batch.reply import RowProblem
-from grader.text import name_text
+from grader.core.text import name_text
 
 RESULTS_NAME = re.compile(r"results(?:\.shard-(\d+)-of-(\d+))?\.jsonl")
 """The names of the results files a batch writes (grader.batch.command: results{suffix}.jsonl)."""

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 from grader.output.gradescope_export import Submitter
 
 KEEP_RULE = ("scores.csv keeps the submission handed in last (the export's time); where the times are missing or "
@@ -44,7 +44,7 @@ class Shared(ReportModel):
     why: str
 
     def describe(self) -> str:
-        """One line for summary.md and stderr (its strings are escaped: grader.model)."""
+        """One line for summary.md and stderr (its strings are escaped: grader.core.model)."""
         return f"{self.who} is on {len(self.ids)} submissions ({', '.join(self.ids)}): {self.why}"
 
 

@@ -27,14 +27,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grader
 from grader.batch import worker as worker_module
 from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S, Counters
-from grader.errors import Interrupted, Stage, WorkerStartError, stopped_in
-from grader.procs import kill_group
+from grader.core.errors import Interrupted, Stage, WorkerStartError, stopped_in
+from grader.core.procs import kill_group
 from grader.batch.protocol import BatchSettings, Child, Event, Graded, Item, Job, Ready, Result, StageEvent, read_event
 from grader.output.report import GradeReport, error_report
-from grader.text import printable
+from grader.core.text import printable
 
 WORKER_COMMAND = [sys.executable, "-m", worker_module.__name__]
 """How a worker is started (tests replace it with a stand-in)."""
@@ -46,7 +45,7 @@ def child_env(entry: str | None) -> dict[str, str]:
     are passed as this process resolved them: the per-GPU lock folder (grader.timing.contention.LOCK_DIR, which would
     follow the worker's private TMPDIR: a batch and a `grade FILE` on one GPU then did not take turns) and the
     kernel cache's (an absolute path: the worker runs in another folder)."""
-    from grader.build import kernel_cache
+    from grader.compile import kernel_cache
     from grader.timing.contention import LOCK_DIR
 
     env = dict(os.environ)
@@ -55,7 +54,7 @@ def child_env(entry: str | None) -> dict[str, str]:
     env[kernel_cache.ENV] = str(cache) if cache is not None else "off"
     if entry is not None:
         env["CUDA_VISIBLE_DEVICES"] = entry
-    here = str(Path(grader.__file__).resolve().parent.parent)
+    here = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

@@ -14,9 +14,9 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from grader.errors import Stage
+from grader.core.errors import Stage
 from grader.output.gradescope_export import Submitter
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 from grader.output.report import GradeReport
 
 DEFAULT_COMPILE_LIMIT = 60.0
@@ -33,7 +33,7 @@ class BatchSettings(BaseModel):
     """How every submission of one batch is graded: the worker's part (`arch`: compile target without a GPU,
     e.g. 'sm_90', None for the GPU's own; `seed`: the input seed, None for a fresh one per grading; `sandbox`:
     refuse to compile without the NVRTC sandbox, False only for --unsandboxed; `counters`, `counters_when_slow`:
-    grader.grade.add_counters' `asked` and `when_slow`) and the pool's limits (seconds; GiB, 0 for none)."""
+    grader.pipeline.grade.add_counters' `asked` and `when_slow`) and the pool's limits (seconds; GiB, 0 for none)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -53,7 +53,7 @@ class BatchSettings(BaseModel):
 
 
 class Item(BaseModel):
-    """One submission to grade: `id` (escaped: grader.text.printable), `path` relative to its class folder
+    """One submission to grade: `id` (escaped: grader.core.text.printable), `path` relative to its class folder
     ("alice/src/kernel.cu", "bob.cu"; never a path of the grading machine), escaped the same way (shown in
     outputs and the student's report), `entry` (the class folder's entry it was found in: the student folder's or
     the file's name, which a Gradescope export's metadata names), `real` (resolved, inside its student's folder:
@@ -117,7 +117,7 @@ class Ready(ReportModel):
 
 
 class StageEvent(ReportModel):
-    """The worker entered `stage` (one of grader.errors.PROGRESS, or COUNTERS) at t (time.time())."""
+    """The worker entered `stage` (one of grader.core.errors.PROGRESS, or COUNTERS) at t (time.time())."""
 
     event: Literal["stage"] = "stage"
     stage: Stage
@@ -139,7 +139,7 @@ class Child(ReportModel):
 
 
 class Result(ReportModel):
-    """The grading's report and its seconds per phase (keys: grader.errors.PROGRESS, counters, total, other)."""
+    """The grading's report and its seconds per phase (keys: grader.core.errors.PROGRESS, counters, total, other)."""
 
     event: Literal["result"] = "result"
     report: GradeReport

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from grader.errors import EXIT_INPUT
-from grader.model import ReportModel
-from grader.text import printable
+from grader.core.errors import EXIT_INPUT
+from grader.core.model import ReportModel
+from grader.core.text import printable
 
 
 class RowProblem(ReportModel):

@@ -19,8 +19,8 @@ import shlex
 import sys
 from importlib import resources
 
-from grader.errors import EXIT_INPUT, EXIT_PASS, exit_codes_help
-from grader.options import HelpFormatter
+from grader.core.errors import EXIT_INPUT, EXIT_PASS, exit_codes_help
+from grader.core.options import HelpFormatter
 
 TEMPLATE = "grade-class.sh"
 """The script's file in this package (its settings are @NAME@ placeholders)."""

@@ -44,7 +44,7 @@ STAGE_LABELS = {"verify": "wrong output", "input": "file not readable", "source"
                 "compile": "compile error", "contract": "name or parameters", "launch": "launch refused",
                 "run": "fault or time limit", "grader": "the grader failed", "install": "the grader's install",
                 "setup": "worker did not start", "time": "busy GPU"}
-"""Short names of the stages where a fail or an error stopped (grader.errors.Stage)."""
+"""Short names of the stages where a fail or an error stopped (grader.core.errors.Stage)."""
 NOTE_LABELS = {"row-missing": "no part-3 row", "claim-missing": "no sentence"}
 AT_MOST = "\u2264"
 

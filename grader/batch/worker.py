@@ -5,15 +5,15 @@ whole context, and a CUDA context does not survive fork), pinned to one GPU with
 imports the grader, says `ready`, then reads one job (a grader.batch.protocol.Job, one JSON line) on stdin; with no
 job (stdin closed) it exits. For the job it copies the submission's bytes into a fresh empty folder, checks
 their sha256 against the one the batch keyed the job by, chdirs there (NVRTC resolves relative names from the
-working folder) and runs grader.grade.grade_file on the copy, in this process, so the copy floor is measured in
+working folder) and runs grader.pipeline.grade.grade_file on the copy, in this process, so the copy floor is measured in
 the same process as the submission it judges. Unless the job's settings say `sandbox` false (grade batch
---unsandboxed), NVRTC must run in grader.build.sandbox's Landlock sandbox: without it the job is an error row and
+--unsandboxed), NVRTC must run in grader.compile.sandbox's Landlock sandbox: without it the job is an error row and
 nothing is compiled.
 
 Messages (grader.batch.protocol's events) go to the parent as JSON lines on file descriptor N (never stdout: a
 kernel's printf writes there; stdout is discarded and stderr goes to a log the parent reads only on a crash):
   {"event": "ready", "t": ...}                   imports done (t: time.time())
-  {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.errors.PROGRESS)
+  {"event": "stage", "stage": S, "t": ...}       S = read, context, compile, verify, time (grader.core.errors.PROGRESS)
   {"event": "graded", "report": {...}}          with counters (--counters, or --counters-when-slow for a
                                                  slow correct kernel): the GradeReport before its counters
   {"event": "child", "pgid": G}                  with counters: the process group of ncu and its child
@@ -73,7 +73,7 @@ class Channel:
 
 
 class PhaseClock:
-    """grade_file's on_stage callback: times each phase (seconds, keyed by grader.errors.PROGRESS) and tells
+    """grade_file's on_stage callback: times each phase (seconds, keyed by grader.core.errors.PROGRESS) and tells
     the parent each stage as it starts (its compile limit starts at `compile`, its run limit at `verify`)."""
 
     def __init__(self, channel: Channel) -> None:
@@ -97,7 +97,7 @@ class PhaseClock:
 def _read_job_file(job: Job) -> bytes:
     """The submission's bytes (read_capped), checked against the job's sha256. Raises InputError if they
     changed since the batch hashed them, or the file was removed or cannot be read any more."""
-    from grader.errors import InputError
+    from grader.core.errors import InputError
     from grader.source.read import read_capped
 
     try:
@@ -124,10 +124,10 @@ def _graded(job: Job, clock: PhaseClock, channel: Channel):
     """grade_file on the job's copy (in the current folder), then its counters when the settings ask for them
     (the verdict is sent first: if the counters' stage is stopped, the parent keeps it, grader.batch.pool). Returns
     the GradeReport; raises what grade_file raises (InputError for bytes that changed, SandboxError)."""
-    from grader.build import sandbox
+    from grader.compile import sandbox
 
-    import grader.grade as g
-    from grader.errors import Stage
+    import grader.pipeline.grade as g
+    from grader.core.errors import Stage
 
     settings, name = job.settings, job.name
     if settings.sandbox:
@@ -148,7 +148,7 @@ def _error_row(err: Exception, name: str):
     """The error report of a grading of `name` that raised `err`: the submission's own error at its stage, a
     kernel fault on the GPU (stage run), or the grader's (stage grader)."""
     from grader.gpu.device import KERNEL_FAULTS, cuda_error_name
-    from grader.errors import GraderFault, InputError, SandboxError, Stage, SubmissionError
+    from grader.core.errors import GraderFault, InputError, SandboxError, Stage, SubmissionError
     from grader.output.report import error_report
 
     if isinstance(err, SandboxError):
@@ -172,7 +172,7 @@ def _error_row(err: Exception, name: str):
 def grade_job(job: Job, channel: Channel) -> None:
     """Grade the job's file in a fresh empty folder (module docstring) and send the Result event. Never raises
     for the submission: every failure is the result's error report."""
-    from grader.errors import PROGRESS, Stage
+    from grader.core.errors import PROGRESS, Stage
 
     clock = PhaseClock(channel)
     t0 = time.perf_counter()
@@ -194,8 +194,8 @@ def probe() -> dict:
     when nothing can be graded here, "problem" (one line) with the "exit" code the batch stops with: 4 for an
     incomplete install (a CUDA extra missing), 2 for a GPU the installed NVRTC cannot compile for."""
     from grader.gpu.device import visible_arches, visible_gpus
-    from grader.errors import EXIT_GRADER, InputError, NoGpuError
-    from grader.build.toolkit import check_arch, install_problem
+    from grader.core.errors import EXIT_GRADER, InputError, NoGpuError
+    from grader.compile.toolkit import check_arch, install_problem
 
     problem = install_problem()
     if problem:
@@ -235,9 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportError, ValueError, OSError):  # pragma: no cover
         pass
     channel = Channel(args.fd)
-    import grader.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
-    from grader.errors import EXIT_GRADER
-    from grader.build.toolkit import install_problem
+    import grader.pipeline.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
+    from grader.core.errors import EXIT_GRADER
+    from grader.compile.toolkit import install_problem
 
     problem = install_problem()
     if problem:  # never ready: the batch stops (grader.batch.pool.WorkerStartError) instead of blaming a submission

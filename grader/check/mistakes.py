@@ -47,7 +47,7 @@ import numpy as np
 
 from grader import exercise
 from grader.check.reference import gelu_erf, gelu_tanh
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 
 MATCH_SHARE = 0.99
 """Share of the compared elements, and of the telling ones, that must be within tolerance of a mistake for the

@@ -17,9 +17,9 @@ import numpy as np
 from grader import exercise
 from grader.source.contract import Contract
 from grader.gpu.device import Gpu, GuardedArray
-from grader.errors import Stage, SubmissionError
-from grader.launch import DevicePtr, LaunchSpec, Param, address, bind
-from grader.model import ReportModel
+from grader.core.errors import Stage, SubmissionError
+from grader.core.launch import DevicePtr, LaunchSpec, Param, address, bind
+from grader.core.model import ReportModel
 from grader.check.draws import BIAS_MIX, X_MIX, draw
 from grader.check.reference import bias_gelu, make_inputs
 from grader.check.mistakes import Mistake, match as match_mistake

@@ -60,8 +60,8 @@ from glob import glob
 from pathlib import Path
 
 from grader import exercise
-from grader.model import ReportModel
-from grader.procs import kill_group
+from grader.core.model import ReportModel
+from grader.core.procs import kill_group
 
 BYTE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 """DRAM bytes read and written, L2 bytes: what `grade selfcheck --counters` reads of every reference kernel."""

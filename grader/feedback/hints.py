@@ -19,7 +19,7 @@ Only the submission's kernel is read: the body of its `.entry` and of every `.fu
 the functions it calls.
 
 What NVRTC 13.5 (CUDA 13.5, sm_90, no fast-math, which is how the grader compiles) emits, as checked
-with `grader.build.nvrtc.compile_kernels` on the kernels in tests/data/hints/:
+with `grader.compile.nvrtc.compile_kernels` on the kernels in tests/data/hints/:
 
 - `bias[i % cols]` with `size_t` operands: `rem.u64`, behind a test that both operands fit 32 bits
   (`or.b64`, `and.b64 ..., -4294967296`), with a `rem.u32` fast path; with `int` operands: `rem.s32`;

@@ -35,7 +35,7 @@ from grader import exercise
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
 from grader.feedback.worth import Hint
-from grader.launch import LaunchSpec
+from grader.core.launch import LaunchSpec
 
 REGISTERS_PER_SM = 65536
 """32-bit registers of one SM, the same from sm_50 to sm_121 (CUDA C++ Programming Guide, compute capabilities)."""

@@ -4,7 +4,7 @@
 
 It compiles the submission (sandboxed, as every compile), fills x and bias on the GPU at rows x cols (the graded
 benchmark shape; by default the benchmark shape of this card), then launches, once each and in this order
-(LAUNCHES), with the grader's own launch code (grader.launch), so the profiled launches are the graded ones:
+(LAUNCHES), with the grader's own launch code (grader.core.launch), so the profiled launches are the graded ones:
 
   1. the submission;
   2. the exercise's model answer, biasGeluFused<4> of grader/gpu/kernels/chain.cu (grader.timing.page_kernels: a row
@@ -25,10 +25,10 @@ import json
 import sys
 
 from grader import exercise
-from grader.build.nvrtc import compile_kernels
+from grader.compile.nvrtc import compile_kernels
 from grader.feedback.counters import MODEL, PAGE_ANSWER
 from grader.gpu.device import open_gpu
-from grader.launch import bind
+from grader.core.launch import bind
 from grader.timing.page_kernels import PAGE, WIDE, chain_kernels, load_chain
 from grader.source.signature import check_params, source_signature
 from grader.source.read import read_submission

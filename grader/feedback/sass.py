@@ -613,7 +613,7 @@ def sass_facts(cubin: bytes, mangled: str, tool: Disassembler | None = None) -> 
 
 
 class Reading:
-    """sass_facts(cubin, mangled) run in a thread from the moment the cubin exists: grader.grade starts one
+    """sass_facts(cubin, mangled) run in a thread from the moment the cubin exists: grader.pipeline.grade starts one
     right after compiling, so the disassembler's start-up (about 0.4 s, module docstring) overlaps the GPU's
     work instead of following it; `facts()` waits for it and returns what sass_facts returned (None on any
     failure: the hints then read the PTX)."""

@@ -41,7 +41,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.procs import kill_group
+from grader.core.procs import kill_group
 
 TOOLS = ("nvdisasm", "cuobjdump")
 """Disassemblers, in order of preference at each place searched."""

@@ -165,7 +165,7 @@ def source_instructions(path: str, rows: int | None, cols: int | None, arch: str
     rows x cols on a card of `arch` (the child compiles for it), or ([], the reason) when they cannot be had.
     Compiles the file here too for `arch` (sandboxed, with line information), for the lines. `keep`: files that
     get the two CSVs verbatim (benchmarks/ncu_record.py). Never raises for the counters' own failures."""
-    from grader.build.nvrtc import compile_kernels
+    from grader.compile.nvrtc import compile_kernels
     from grader.source.read import read_submission
 
     try:

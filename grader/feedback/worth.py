@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from grader import exercise
 from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 
 ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
@@ -296,7 +296,7 @@ def _named(i: InstructionCounters) -> str:
 
 def access_suspect(c: Counters | None) -> bool:
     """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
-    the source-level pass is worth its time (grader.grade.add_counters), to name the instruction and its line."""
+    the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its line."""
     k = c.get(YOURS) if c is not None and not c.unavailable else None
     if k is None:
         return False

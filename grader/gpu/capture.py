@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from grader.text import printable
+from grader.core.text import printable
 
 MAX_LINES = 20
 """Lines of kernel output kept for the report."""

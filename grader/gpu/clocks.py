@@ -28,7 +28,7 @@ from __future__ import annotations
 import statistics
 from typing import Literal
 
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 
 STEADY = 0.02
 """Clock movement allowed while timing, and shortfall from the sustained clock, as a share of the clock (NVML

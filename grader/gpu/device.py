@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from grader import exercise
 from grader.gpu.clocks import ClockLimits, ClockSample, reason_names
-from grader.build.nvrtc import Compiled
-from grader.errors import GraderError, GraderFault, NoGpuError, Stage, SubmissionError
-from grader.launch import DevicePtr, address
+from grader.compile.nvrtc import Compiled
+from grader.core.errors import GraderError, GraderFault, NoGpuError, Stage, SubmissionError
+from grader.core.launch import DevicePtr, address
 
 KERNEL_FAULTS = frozenset({
     "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE",

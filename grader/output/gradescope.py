@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from grader import exercise
-from grader.errors import NOT_GRADED, Stage
+from grader.core.errors import NOT_GRADED, Stage
 from grader.output.report import GradeReport
 
 POINTS_COMPILE = 1.0

@@ -28,7 +28,7 @@ The file comes from the instructor, but it is treated as untrusted: it is read o
 parsed by PyYAML's safe loader (plain strings, lists and mappings: no Python object is ever constructed; a
 tag such as `!binary` or `!ruby/object` gives the plain value under it), with every implicit type turned off
 (a sid `0012345` or a name `No` stays the string written, never a number or a boolean), and every string it
-yields is escaped (grader.text.printable) and cut to MAX_FIELD_CHARS before it reaches a report.
+yields is escaped (grader.core.text.printable) and cut to MAX_FIELD_CHARS before it reaches a report.
 
 How an instructor grades an export: docs/batch.md.
 """
@@ -40,9 +40,9 @@ import json
 import re
 from pathlib import Path
 
-from grader.errors import InputError
-from grader.model import ReportModel
-from grader.text import name_text, printable
+from grader.core.errors import InputError
+from grader.core.model import ReportModel
+from grader.core.text import name_text, printable
 
 METADATA_NAME = "submission_metadata.yml"
 """The file of an export folder that `grade batch` recognises."""
@@ -61,7 +61,7 @@ MAX_SUBMITTERS = 50
 
 class Submitter(ReportModel):
     """One student of a submission, as Gradescope's export lists them: name, email and sid (student id), each
-    escaped (grader.text.printable) and "" where the export gives none."""
+    escaped (grader.core.text.printable) and "" where the export gives none."""
 
     name: str = ""
     email: str = ""
@@ -112,7 +112,7 @@ def _loader():
 
 def parse_metadata(text: str, where: str = METADATA_NAME) -> dict[str, ExportEntry]:
     """{folder name: ExportEntry} from the text of a submission_metadata.yml (module docstring). Folder names
-    are escaped as batch ids are (grader.text.name_text). An entry that is not a mapping, or a submitter that
+    are escaped as batch ids are (grader.core.text.name_text). An entry that is not a mapping, or a submitter that
     is not one, is skipped. Raises InputError (naming `where` and, where PyYAML gives it, the line) when the
     text is not YAML or its top level is not a mapping."""
     import yaml

@@ -21,9 +21,9 @@ from grader.source.contract import Contract
 from grader.gpu.clocks import Clocks
 from grader.feedback.counters import Counters
 from grader.gpu.device import GpuInfo
-from grader.errors import Stage
-from grader.model import ReportModel
-from grader.text import printable, printable_lines
+from grader.core.errors import Stage
+from grader.core.model import ReportModel
+from grader.core.text import printable, printable_lines
 from grader.timing.timer import Table, TimedRow
 from grader.check.verify import Verification
 from grader.feedback.worth import Hint
@@ -31,7 +31,7 @@ from grader.feedback.worth import Hint
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
 SCHEMA_VERSION = 3
 """2: table rows are grader.timing.timer.TimedRow (values_per_elem and value_bytes instead of floats_per_elem);
-stage is one of grader.errors.Stage. 3: hints are grader.feedback.worth.Hint objects (text, kind, and what fixing each
+stage is one of grader.core.errors.Stage. 3: hints are grader.feedback.worth.Hint objects (text, kind, and what fixing each
 is estimated to be worth), ranked; a hint read from an older report (a string) becomes a Hint with its text alone."""
 
 
@@ -82,7 +82,7 @@ class GradeReport(ReportModel):
     measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters; never part of the
     verdict). `hints` are ranked by the time each explains, with its estimate (grader.feedback.worth). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.gpu.capture), `kernel_output_dropped`
-    the count of lines not kept. `sandbox` says how NVRTC was confined (grader.build.sandbox). `program` says what
+    the count of lines not kept. `sandbox` says how NVRTC was confined (grader.compile.sandbox). `program` says what
     was graded of a whole program (grader.source.program), None for a file that holds the kernel alone. `clocks` holds
     the SM and memory clocks the submission was timed at, from NVML (grader.gpu.clocks; None when it was not timed),
     with the reason a verdict was withheld for them or the note that a setting held them."""
@@ -132,7 +132,7 @@ class GradeReport(ReportModel):
     @field_validator("file")
     @classmethod
     def _one_line(cls, file: str) -> str:
-        """The file as one printable line (grader.text.printable): a name the student chose may hold a newline
+        """The file as one printable line (grader.core.text.printable): a name the student chose may hold a newline
         that would forge a line wherever the name is printed."""
         return printable(file, None)
 
@@ -346,7 +346,7 @@ def render_text(r: GradeReport) -> str:
     """The human report (what `grade FILE` prints): the file; the verdict and the first thing to do (first_step) with
     the verdict's details; then the evidence (card, versions, byte model, compile, verification, table, clocks,
     chain, counters, kernel output); then the flags and notes on the part-3 row and sentence (once the output is right)
-    and the other hints. Everything in it is terminal-safe (grader.text): names, the student's row and NVRTC's source
+    and the other hints. Everything in it is terminal-safe (grader.core.text): names, the student's row and NVRTC's source
     excerpts may hold escape sequences."""
     out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
     lead, shown = _lead_lines(r)

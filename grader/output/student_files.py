@@ -5,7 +5,7 @@ report, and the newline `print` adds); for a Gradescope export (grader.output.gr
 submitters comes first ("Submitted by: ..."), and the rest is that same text. The JSON file is a StudentReport:
 the id, the submitters and the GradeReport, as `grade FILE --json` prints it, under "report".
 
-File names (report_stem): an id is an escaped string (grader.text.printable) but may still hold `/`, `\\`, `..`,
+File names (report_stem): an id is an escaped string (grader.core.text.printable) but may still hold `/`, `\\`, `..`,
 spaces, a colon or thousands of characters, and two ids may differ only in case (alice and Alice, one file on
 macOS or Windows). So a name is the id itself only when the id is 1 to PLAIN_MAX characters of lower-case
 letters, digits, `.`, `_`, `-`, `~` and `@` (RFC 3986's unreserved characters and `@`: no escaping in a link),
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from grader.output.gradescope_export import Submitter
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 from grader.output.report import GradeReport, render_text
 
 REPORTS_DIR = "reports"

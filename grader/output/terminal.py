@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from grader.errors import Stage
-from grader.text import printable
+from grader.core.errors import Stage
+from grader.core.text import printable
 from grader.timing.timer import TIME_CAP_S
 
 STAGE_TEXT = {
@@ -17,7 +17,7 @@ STAGE_TEXT = {
     Stage.VERIFY: "verifying",
     Stage.TIME: f"timing (up to {2 * TIME_CAP_S:.0f} s)",
 }
-"""The words shown for each of grader.errors.PROGRESS."""
+"""The words shown for each of grader.core.errors.PROGRESS."""
 
 
 class StageLine:

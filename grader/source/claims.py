@@ -22,7 +22,7 @@ from decimal import Decimal, InvalidOperation
 
 from grader import exercise
 from grader.source.lexer import COMMENT, OPEN_COMMENT, Spliced, normalize, tokens
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 
 NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 """A number in the row: ASCII digits only (Python's float() would also take `1_000` and full-width

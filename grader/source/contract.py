@@ -16,7 +16,7 @@ With nothing declared, the launch is the page's: params x, bias, out, cols; grid
 with blockIdx.y = row; block 256; one element per thread. Parameter names: x, bias, out (float pointers),
 rows, cols and n = rows * cols (integers, 32- or 64-bit: the width is read from the compiled kernel).
 
-The grids (row, flat, stride) are grader.launch's; `Contract.launch_spec` turns the block into a LaunchSpec.
+The grids (row, flat, stride) are grader.core.launch's; `Contract.launch_spec` turns the block into a LaunchSpec.
 
 `row` is the student's table row in the page's part-3 format (version | kernels | floats/elem | ms |
 GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both may also be plain comments
@@ -31,10 +31,10 @@ import re
 
 from grader import exercise
 from grader.source.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
-from grader.errors import InputError
-from grader.launch import GridKind, LaunchSpec, Param, integer_param
+from grader.core.errors import InputError
+from grader.core.launch import GridKind, LaunchSpec, Param, integer_param
 from grader.source.lexer import COMMENT, LITERALS, OPEN_COMMENT, Spliced, normalize, tokens
-from grader.model import ReportModel
+from grader.core.model import ReportModel
 
 POINTER_ROLES = ("x", "bias", "out")
 INTEGER_ROLES = ("rows", "cols", "n")

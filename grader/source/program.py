@@ -50,8 +50,8 @@ from dataclasses import dataclass
 
 from grader import exercise
 from grader.source.includes import PROGRAM_INCLUDES, Scan, scan
-from grader.errors import Stage, SubmissionError
-from grader.build.predefined import nvrtc_defines
+from grader.core.errors import Stage, SubmissionError
+from grader.compile.predefined import nvrtc_defines
 from grader.source.prelude import header_macro_names
 from grader.source.program_declarators import Describer, macro_spaces
 from grader.source.program_split import Decl, Unsplittable, split
@@ -144,7 +144,7 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
 
     text: the submission as written, normalized (LF line ends, no byte order mark: grader.source.includes.normalize);
     name: the safe file name written into `#line` directives (grader.source.read.safe_source_name).
-    compiler_defines: which names NVRTC defines itself (grader.build.predefined.nvrtc_defines; None: decide no
+    compiler_defines: which names NVRTC defines itself (grader.compile.predefined.nvrtc_defines; None: decide no
     `#if` on a name without a leading underscore), so that `#ifdef CUDART_VERSION` is not read as false.
     A file that passes grader.source.includes' lexer with its own allow-list and defines no host function is not a
     whole program: its `Extracted.text` is `#line 1 "name"` and the scanned text, as grader.source.read always

@@ -66,7 +66,7 @@ class Tokens:
     """The tokens of `text` (see the module's docstring). text: a scanned submission (grader.source.includes.Scan's
     `normalized`); directive_offsets: where that scan saw a directive (its `directives`' offsets).
     compiler_defines: asked which of the names the conditionals test NVRTC itself defines
-    (grader.build.predefined.nvrtc_defines; it answers None when it cannot tell); without it, or without an answer,
+    (grader.compile.predefined.nvrtc_defines; it answers None when it cannot tell); without it, or without an answer,
     no branch is decided on a name without a leading underscore. defined_before: names the grader's prelude
     defines for this file (never decided: grader.source.prelude.header_macro_names)."""
 

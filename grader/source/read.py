@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.source.contract import Contract, parse_contract
 from grader.source.includes import normalize
-from grader.errors import InputError
+from grader.core.errors import InputError
 from grader.source.prelude import prelude
 from grader.source.program import Extracted, extract
 

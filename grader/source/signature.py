@@ -1,6 +1,6 @@
 """The kernel's parameter list, as written in the source and as compiled, checked against the contract.
 
-The compiled kernel (the cubin's parameter list: grader.build.cubin; on the GPU the driver's sizes too) is the
+The compiled kernel (the cubin's parameter list: grader.compile.cubin; on the GPU the driver's sizes too) is the
 authority on the count and widths; the source text only tells pointers from integers and names parameters in
 messages. The text is read as grader.source.lexer's tokens, without comments, preprocessor lines and `#if 0` blocks,
 from the last definition of the kernel; where it cannot be read (a macro-built list, several disagreeing
@@ -249,7 +249,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
                  kernel: str) -> tuple[int, ...]:
     """Check the compiled kernel's parameters against the contract; return each parameter's width in bytes.
 
-    compiled: (PTX type, size in bytes) per parameter, e.g. [('u64', 8), ('u32', 4)], as grader.build.nvrtc reads
+    compiled: (PTX type, size in bytes) per parameter, e.g. [('u64', 8), ('u32', 4)], as grader.compile.nvrtc reads
     them (count and sizes from the cubin's metadata, types from PTX that agrees with it); written: the list from
     `source_signature`, ignored when its length differs from the compiled list (a macro expansion). Pointers
     (x, bias, out) must be 8-byte integers in PTX; rows, cols and n 4- or 8-byte integers. The written text
@@ -258,7 +258,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
     float/double. A type the text cannot classify (a typedef, a macro) is judged by the compiled kernel
     alone. Raises SubmissionError(stage "contract") printing both lists on any mismatch.
     """
-    from grader.errors import Stage, SubmissionError
+    from grader.core.errors import Stage, SubmissionError
 
     if written is not None and len(written) != len(compiled):
         written = None

@@ -30,8 +30,8 @@ from grader import exercise
 from grader.timing.contention import disturbed, gpu_turn
 from grader.gpu.device import Gpu
 from grader.check.verify import DeviceCheck
-from grader.errors import Busy, GraderFault, WrongOutput
-from grader.launch import LaunchSpec, bind
+from grader.core.errors import Busy, GraderFault, WrongOutput
+from grader.core.launch import LaunchSpec, bind
 from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
                                         make_launch)
 from grader.timing.timer import (CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape,

@@ -21,9 +21,9 @@ from grader import exercise
 from grader.gpu.clocks import STEADY, ClockSample, Clocks, judge
 from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
 from grader.gpu.device import Gpu, GpuLoad
-from grader.errors import Busy, GraderError, GraderFault, Stage, SubmissionError, WrongOutput
-from grader.launch import LaunchSpec, bind
-from grader.model import ReportModel
+from grader.core.errors import Busy, GraderError, GraderFault, Stage, SubmissionError, WrongOutput
+from grader.core.launch import LaunchSpec, bind
+from grader.core.model import ReportModel
 from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, InputFiller, Table, TableTimer, Timed, TimedRow,
                                  bench_shape, over_bound)
 from grader.check.verify import DeviceCheck

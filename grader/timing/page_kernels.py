@@ -6,7 +6,7 @@ page's staged and fused chains, and `grade --counters` (grader.feedback.profiled
 page's answer. The reference kernels' self-check (reference_kernels.suite) builds its RoPE and bf16 kernels
 from the same KernelDef and Version and times these rows too; it imports this module, never the reverse.
 
-The byte counts the report prints and the GB/s it computes come from each kernel's grader.launch.LaunchSpec
+The byte counts the report prints and the GB/s it computes come from each kernel's grader.core.launch.LaunchSpec
 (`values_per_elem`, `value_bytes`), the same object its launches are built from (grid, arguments), so the
 model the run is judged against cannot drift from the program (the course page's first property).
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 
-from grader.build import kernel_cache
-from grader.launch import LaunchSpec, Param, bind
+from grader.compile import kernel_cache
+from grader.core.launch import LaunchSpec, Param, bind
 
 PAGE = 1
 WIDE = 4
@@ -32,14 +32,14 @@ SOURCE = "chain.cu"
 
 
 def params(*pairs: str) -> tuple[Param, ...]:
-    """Parameters from 'name:kind' strings (kinds as grader.launch.KINDS: ptr, u64 for size_t, i32 for int)."""
+    """Parameters from 'name:kind' strings (kinds as grader.core.launch.KINDS: ptr, u64 for size_t, i32 for int)."""
     return tuple(Param(*p.split(":")) for p in pairs)
 
 
 @dataclass(frozen=True)
 class KernelDef:
     """One kernel: `name` in `source`, its template argument `per_thread` (0 when it is not a template), its
-    launch (grader.launch.LaunchSpec: parameters, grid kind, elements per thread, the byte model) and
+    launch (grader.core.launch.LaunchSpec: parameters, grid kind, elements per thread, the byte model) and
     `counted`, which says what the byte model counts."""
 
     name: str
@@ -185,7 +185,7 @@ def chain_versions(width: int) -> dict[str, Version]:
 
 def make_launch(gpu, loaded: dict[str, object], version: Version, buffers: dict[str, object],
                 scalars: dict[str, int], rows: int, cols: int):
-    """A function that enqueues `version`'s launches on gpu's stream (grader.launch.bind, per kernel).
+    """A function that enqueues `version`'s launches on gpu's stream (grader.core.launch.bind, per kernel).
 
     buffers: buffer name -> device buffer (Buffer, DevicePtr or int address); scalars: values of the size and
     shape parameters ('n', 'cols', 'pairs', 'halfDim', 'heads', 'seq'); rows x cols: the output tensor's
@@ -208,7 +208,7 @@ def make_launch(gpu, loaded: dict[str, object], version: Version, buffers: dict[
 def launch_kernel(gpu, loaded: dict[str, object], kd: KernelDef, elements: int, /, **values) -> None:
     """Enqueue one launch of `kd` over `elements` elements (a flat tensor) on gpu's stream. `values`: every
     parameter by name (buffers as Buffer, DevicePtr or int address). Raises KeyError or TypeError as
-    grader.launch.LaunchSpec.args does."""
+    grader.core.launch.LaunchSpec.args does."""
     bind(gpu, loaded[kd.expr], kd.spec, 1, elements, values)()
 
 
@@ -218,7 +218,7 @@ def source_text() -> str:
 
 
 def load_chain(gpu, defs: list[KernelDef]) -> dict[str, object]:
-    """Compile `defs` (kernels of SOURCE) for gpu's arch (once per NVRTC version and arch: grader.build.kernel_cache)
+    """Compile `defs` (kernels of SOURCE) for gpu's arch (once per NVRTC version and arch: grader.compile.kernel_cache)
     and load them on `gpu`: {name expression: cuda.core Kernel}. Raises SubmissionError(stage COMPILE) only if
     the grader's own source is broken."""
     compiled = kernel_cache.compiled(source_text(), SOURCE, tuple(d.expr for d in defs), gpu.info.arch)

@@ -19,9 +19,9 @@ from grader import exercise
 from grader.check.draws import BIAS_MIX, X_MIX
 from grader.gpu import kernels as grader_kernels
 from grader.gpu.device import Gpu, GpuInfo
-from grader.errors import GraderFault
-from grader.launch import LaunchSpec, Param, bind
-from grader.model import ReportModel
+from grader.core.errors import GraderFault
+from grader.core.launch import LaunchSpec, Param, bind
+from grader.core.model import ReportModel
 
 FLOOR_SOURCE = "floor.cu"
 FLOOR_SCALAR = "copy, 1 float/thread"
@@ -283,7 +283,7 @@ class Table(ReportModel):
 @dataclass(frozen=True)
 class Timed:
     """One version to time: its label, a function enqueuing its launches, the LaunchSpec of each kernel it
-    launches, in order (the launches are built from them: grader.launch.bind), and its work per thread (0:
+    launches, in order (the launches are built from them: grader.core.launch.bind), and its work per thread (0:
     not shown). Its byte model is read from the specs alone: values read plus written per element of the
     output summed over them, at their one width of a value. Raises ValueError for no spec, or specs of
     different value widths (a row has one bytes-per-value column)."""

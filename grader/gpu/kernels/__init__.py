@@ -6,11 +6,11 @@ from importlib.resources import files
 
 def load(gpu, source: str, kernels: tuple[str, ...]) -> dict:
     """Compile grader/gpu/kernels/`source` for `gpu`'s arch with NVRTC (once per NVRTC version and arch:
-    grader.build.kernel_cache) and load it: {kernel name: Kernel}.
+    grader.compile.kernel_cache) and load it: {kernel name: Kernel}.
 
     gpu: a grader.gpu.device.Gpu. Raises SubmissionError only if the grader's own source is broken.
     """
-    from grader.build import kernel_cache
+    from grader.compile import kernel_cache
 
     text = files(__name__).joinpath(source).read_text()
     return gpu.load(kernel_cache.compiled(text, source, kernels, gpu.info.arch))

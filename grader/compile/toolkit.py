@@ -14,9 +14,10 @@ with the list and that hint (InputError, exit 2).
 from __future__ import annotations
 
 import importlib.util
+import argparse
 import re
 
-from grader.errors import InputError, InstallError
+from grader.core.errors import InputError, InstallError
 
 INSTALL_HINT = ('install the grader with the CUDA extra that matches the NVIDIA driver: pip install ".[cu13]" for '
                 'a driver of CUDA 13.x, pip install ".[cu12]" for CUDA 12.x (`nvidia-smi` shows the driver\'s '
@@ -112,3 +113,17 @@ def _try_variant(arch: str, what: str, version: str) -> None:
         why = lines[0] if lines else "refused"
         raise InputError(f"{what}: the installed NVRTC {version} cannot compile for {arch} ({why}); use the "
                          f"plain sm_{_ARCH.fullmatch(arch).group(1)}") from None
+
+
+ARCH_PATTERN = re.compile(r"^sm_\d{2,3}[a-z]?$")
+
+def arch_type(value: str) -> str:
+    """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
+    if not ARCH_PATTERN.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
+    if install_problem() is None:  # else grading stops on the install first, with the pip command
+        try:
+            check_arch(value)
+        except InputError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return value

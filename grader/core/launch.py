@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 
 from grader import exercise
-from grader.errors import Stage, SubmissionError
+from grader.core.errors import Stage, SubmissionError
 
 GridKind = Literal["row", "flat", "stride"]
 

@@ -14,25 +14,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader import __version__, exercise
-from grader.build import sandbox
+from grader import exercise
+from grader.core.version import __version__
+from grader.compile import sandbox
 from grader.gpu.capture import Captured, capture_stdout
 from grader.source.claims import byte_count_flags
-from grader.build.nvrtc import DEFAULT_ARCH, Compiled, compile_kernels
+from grader.compile.nvrtc import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.source.contract import Contract
 from grader.gpu.device import Gpu, GpuInfo, open_gpu
 from grader.timing.chain import chain_table
-from grader.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
+from grader.core.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.feedback.hints import code_hints
 from grader.feedback.launch_facts import division_facts, launch_hints
-from grader.launch import LaunchSpec
+from grader.core.launch import LaunchSpec
 from grader.timing.measure import Measurement, measure
 from grader.output.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
 from grader.feedback.sass import Reading
 from grader.source.signature import check_params, source_signature
 from grader.source.read import Submission, read_submission
 from grader.timing.timer import FLOOR_SCALAR, Table
-from grader.build.toolkit import check_arch, require_cuda
+from grader.compile.toolkit import check_arch, require_cuda
 from grader.check.verify import Verification, verify
 from grader.feedback.worth import Hint, Times, rank
 
@@ -96,12 +97,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
 
     arch: compile target when no GPU is present (default sm_90); with a GPU its own arch is used.
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
-    on_stage: called with each of grader.errors.PROGRESS as that stage starts (grader.batch.worker times phases
+    on_stage: called with each of grader.core.errors.PROGRESS as that stage starts (grader.batch.worker times phases
     and applies the batch's compile and run time limits with it).
     Raises InputError (exit 2) for unreadable input or a target the installed NVRTC cannot compile for,
     InstallError (exit 4) when the CUDA extra is missing, GraderFault (exit 4) when a CUDA call of the grader's
     own fails, the card is too small to time on, or the grader cannot read the kernel's parameter list from the
-    cubin (grader.build.nvrtc, grader.build.cubin); every problem of the submission itself is a report with
+    cubin (grader.compile.nvrtc, grader.compile.cubin); every problem of the submission itself is a report with
     verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
@@ -148,7 +149,7 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
     widths = tuple(p.size for p in spec.params)
     if sizes != widths:
         raise GraderFault(f"the driver reports parameter sizes {sizes} for the kernel, the grader read {widths} "
-                          "from the cubin's metadata (grader.build.cubin): the grader misread the cubin, so nothing is "
+                          "from the cubin's metadata (grader.compile.cubin): the grader misread the cubin, so nothing is "
                           "judged; report it to the course staff with the file")
     rng = np.random.default_rng(out.seed)
     for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from grader.timing import contention
-from grader.errors import EXIT_INTERRUPTED, Stage
+from grader.core.errors import EXIT_INTERRUPTED, Stage
 from grader.timing.timer import TIME_CAP_S
 
 DEFAULT_RUN_LIMIT_S = 60.0

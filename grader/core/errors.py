@@ -54,7 +54,7 @@ EXIT_MEANING = {
 
 def exit_codes_help(*codes: int | tuple[int, str], title: str = "exit codes") -> str:
     """The exit-code table of a command's -h (its epilog): `title`, then one code a line, in the order given. A
-    code alone takes EXIT_MEANING's words; a (code, meaning) pair is a command's own. grader.options.HelpFormatter
+    code alone takes EXIT_MEANING's words; a (code, meaning) pair is a command's own. grader.core.options.HelpFormatter
     keeps the lines and wraps each meaning under itself (argparse's own formatter would join them)."""
     lines = [f"{title}:"]
     for entry in codes:

@@ -2,11 +2,11 @@
 
 Never PTX for loading: NVRTC from PyPI is newer than the GPU machine's driver, which refuses its PTX with
 CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (docs/h200.md).
-The kernel's parameter list (count and sizes) is read from the cubin's own metadata (grader.build.cubin), never from
+The kernel's parameter list (count and sizes) is read from the cubin's own metadata (grader.compile.cubin), never from
 text a submission can write; the PTX NVRTC produced on the way (read from the same NVRTC program through
 cuda.bindings) gives each parameter's type, where its one `.entry` agrees with the cubin, and the code hints.
 Diagnostics come back as `file:line: message`; only diagnostics about the submission's own file are shown, and the log is capped, so no line of another file can reach the output.
-Every NVRTC call runs confined by grader.build.sandbox (Landlock): NVRTC can open no file but its builtins library,
+Every NVRTC call runs confined by grader.compile.sandbox (Landlock): NVRTC can open no file but its builtins library,
 so an include that got past grader.source.includes fails with "cannot open source file", reported as such.
 """
 
@@ -16,10 +16,10 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from grader.build import sandbox
-from grader.build.cubin import CubinError, entry_names
-from grader.build.cubin import kernel_params as cubin_params
-from grader.errors import GraderFault, Stage, SubmissionError
+from grader.compile import sandbox
+from grader.compile.cubin import CubinError, entry_names
+from grader.compile.cubin import kernel_params as cubin_params
+from grader.core.errors import GraderFault, Stage, SubmissionError
 
 DEFAULT_ARCH = "sm_90"
 """Arch compiled for when no GPU is present (`--arch` changes it): the course's H200 is compute capability 9.0."""
@@ -49,7 +49,7 @@ _PTX_COUNT = re.compile(r"\[(\d+)\]\s*$")
 @dataclass(frozen=True)
 class PtxParam:
     """One kernel parameter: its type as PTX declares it ('u64', 'u32', 'f32', 'b8', ...) and its size in
-    bytes as the cubin records it (grader.build.cubin; the PTX's size must agree)."""
+    bytes as the cubin records it (grader.compile.cubin; the PTX's size must agree)."""
 
     ptx_type: str
     size: int
@@ -58,7 +58,7 @@ class PtxParam:
 @dataclass(frozen=True)
 class KernelInfo:
     """One kernel of a compiled module: its mangled name, its parameters (the cubin's list, typed from the
-    PTX: grader.build.cubin, _kernel_params), and ptxas's resource report (registers; stack frame and spills in bytes;
+    PTX: grader.compile.cubin, _kernel_params), and ptxas's resource report (registers; stack frame and spills in bytes;
     None where the report has no line)."""
 
     name: str
@@ -93,8 +93,8 @@ def compile_kernels(text: str, name: str, kernels: tuple[str, ...], arch: str, l
     Each name in `kernels` is found whether it is declared `extern "C"` or as a C++ function (NVRTC name
     expressions). Raises SubmissionError(stage "compile") with `file:line: message` lines for a compile error,
     and with the list of kernels found when a name is missing or is not a __global__ function; SandboxError
-    when the sandbox is required (grader.build.sandbox.require) but not available.
-    NVRTC runs inside grader.build.sandbox.confined: it can read no file but its own builtins library.
+    when the sandbox is required (grader.compile.sandbox.require) but not available.
+    NVRTC runs inside grader.compile.sandbox.confined: it can read no file but its own builtins library.
     """
     return sandbox.confined(_compile, text, name, kernels, arch, lineinfo)
 
@@ -173,7 +173,7 @@ def _missing_kernel_message(text: str, name: str, kernels: tuple[str, ...], arch
 
 
 def _entry_names(cubin: bytes, name: str) -> frozenset[str]:
-    """The mangled names of the kernels in `cubin` (grader.build.cubin); GraderFault when it cannot be read."""
+    """The mangled names of the kernels in `cubin` (grader.compile.cubin); GraderFault when it cannot be read."""
     try:
         return frozenset(entry_names(cubin))
     except CubinError as err:
@@ -191,7 +191,7 @@ def _ptx_of(program) -> str:
 
 
 def _kernel_params(cubin: bytes, ptx: str, name: str, kernel: str, mangled: str) -> tuple[PtxParam, ...]:
-    """The parameters of `mangled`: their count and sizes from the cubin's metadata (grader.build.cubin), their PTX
+    """The parameters of `mangled`: their count and sizes from the cubin's metadata (grader.compile.cubin), their PTX
     types ('u64', 'f32', 'b8') from the PTX's one `.entry` of that name, which must agree with the cubin.
     Raises GraderFault (the grader's, not the submission's: nothing is judged) when the cubin cannot be read
     or the two disagree."""

@@ -6,7 +6,7 @@ defines is not defined in `#ifdef` and is 0 in `#if`, as the preprocessor reads 
 `-D`). But NVRTC's built-in headers define names without a leading underscore too (NVRTC 13.5: CUDART_VERSION,
 NULL, assert, CUDART_DEVICE, cudaArrayDefault, NV_IF_TARGET, ... about 200 of them), and which ones depends on
 its version. So NVRTC is asked, once per set of names: a probe of `#ifdef NAME` / `#warning` lines only (the
-names are identifiers, checked here; nothing else of the submission is in it), compiled in grader.build.sandbox's
+names are identifiers, checked here; nothing else of the submission is in it), compiled in grader.compile.sandbox's
 sandbox, whose warnings name the defined ones. About 10 ms; a file without such `#if`s asks nothing.
 """
 
@@ -16,8 +16,8 @@ import functools
 import io
 import re
 
-from grader.build import sandbox
-from grader.errors import SandboxError
+from grader.compile import sandbox
+from grader.core.errors import SandboxError
 
 MAX_NAMES = 2000
 """More names than this in one file's conditionals are not asked about (they stay undecided)."""
@@ -31,14 +31,14 @@ def nvrtc_defines(names: frozenset[str]) -> frozenset[str] | None:
     """The names among `names` (identifiers) that NVRTC defines in an empty file; None when NVRTC cannot be
     asked (not installed, a failed compile, more than MAX_NAMES names, a name that is not an identifier), so
     that the caller decides nothing on their account. Never raises (but SandboxError where the sandbox is
-    required and missing: grader.build.sandbox.confined)."""
+    required and missing: grader.compile.sandbox.confined)."""
     if not names or len(names) > MAX_NAMES or not all(_IDENT.fullmatch(n) for n in names):
         return None if names else frozenset()
     probe = "".join(f"#ifdef {n}\n#warning grader-defined {n}\n#endif\n" for n in sorted(names))
     try:
         from cuda.core import Program, ProgramOptions  # imported outside the sandbox, which reads no file
 
-        from grader.build.toolkit import supported_archs
+        from grader.compile.toolkit import supported_archs
 
         options = ProgramOptions(name="probe.cu", arch=f"sm_{supported_archs()[0]}", no_source_include=True)
         log = sandbox.confined(_compile, Program, options, probe)

@@ -3,11 +3,11 @@ reference kernels) compiled once per NVRTC version and arch, and kept on disk.
 
 Compiling them took about 80 ms each in the sandbox, seven times per `grade` (0.56 s of a 3.6 s grading on the
 H200, benchmarks/grade_speed.py). `compiled()` answers from memory within a process and from the cache folder
-across processes; it compiles (grader.build.nvrtc.compile_kernels, in the sandbox) only what neither holds. Never a
+across processes; it compiles (grader.compile.nvrtc.compile_kernels, in the sandbox) only what neither holds. Never a
 submission: only text shipped with the grader is cached, so a cache entry never holds a student's code.
 
 Key: sha256 of the source text, the kernel names, the arch, the NVRTC version, the versions of cuda-core and
-cuda-bindings, the grader's version and the text of grader/build/nvrtc.py (its options) and grader/build/cubin.py. Each entry is one JSON
+cuda-bindings, the grader's version and the text of grader/compile/nvrtc.py (its options) and grader/compile/cubin.py. Each entry is one JSON
 file named by its key (ENTRY), holding the key again and the sha256 of everything else it holds (cubin, PTX,
 log, kernels): an entry that is not a regular file, is too large, does not parse, or whose key or digest does
 not match (a torn or edited file) is ignored and written again. Only files named like an entry are read,
@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from grader.build.nvrtc import Compiled, KernelInfo, PtxParam, compile_kernels
+from grader.compile.nvrtc import Compiled, KernelInfo, PtxParam, compile_kernels
 
 ENV = "BIASGELU_GRADER_CACHE"
 ENTRY = re.compile(r"[0-9a-f]{32}\.json")
@@ -114,14 +114,14 @@ def _key(text: str, name: str, kernels: tuple[str, ...], arch: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _toolchain() -> dict[str, str | int]:
     """What a cubin depends on besides its source, read once per process: the entry layout, NVRTC's version,
-    cuda-core's and cuda-bindings', the grader's, grader/build/nvrtc.py (its NVRTC options) and grader/build/cubin.py
+    cuda-core's and cuda-bindings', the grader's, grader/compile/nvrtc.py (its NVRTC options) and grader/compile/cubin.py
     (how the parameter list is read)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    import grader
-    from grader.build.toolkit import nvrtc_version
+    from grader.core.version import __version__
+    from grader.compile.toolkit import nvrtc_version
 
-    parts: dict[str, str | int] = {"schema": SCHEMA, "nvrtc": nvrtc_version(), "grader": grader.__version__}
+    parts: dict[str, str | int] = {"schema": SCHEMA, "nvrtc": nvrtc_version(), "grader": __version__}
     for module in ("nvrtc.py", "cubin.py"):  # the options, and how the parameter list is read
         parts[module.replace(".", "_")] = hashlib.sha256(Path(__file__).with_name(module).read_bytes()).hexdigest()
     for pkg in ("cuda-core", "cuda-bindings"):
@@ -202,8 +202,8 @@ CACHE_EXIT_NOTHING = 1
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of `grade cache` (module docstring)."""
-    from grader.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_PASS, exit_codes_help
-    from grader.options import HelpFormatter, add_format_options
+    from grader.core.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_PASS, exit_codes_help
+    from grader.core.options import HelpFormatter, add_format_options
 
     p = argparse.ArgumentParser(prog="grade cache", formatter_class=HelpFormatter,
                                 description="Show where the grader keeps its own compiled kernels (one entry per "
@@ -223,7 +223,7 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """`grade cache [--clear] [--json]`: print the folder and its entries (count, KiB), or clear it; returns the
     exit code (parser's epilog: 0 done, 1 --clear found nothing to remove, 2 an entry could not be removed)."""
-    from grader.errors import EXIT_INPUT
+    from grader.core.errors import EXIT_INPUT
 
     where = folder()
     found = entries()

@@ -3,7 +3,7 @@
 NVRTC opens whatever an `#include` names (an absolute path, or one built by a macro) and prints the file's
 lines in its log; a stringizing macro can carry a whole file into an error message. grader.source.includes
 refuses every include form it recognises, but no lexer can be proven to match NVRTC's. The guarantee comes
-from the kernel instead: every NVRTC call of the grader (`grader.build.nvrtc.compile_kernels`, used by
+from the kernel instead: every NVRTC call of the grader (`grader.compile.nvrtc.compile_kernels`, used by
 `grade FILE`, the batch workers and `grade selfcheck`) runs in a fresh thread that Landlock
 (https://docs.kernel.org/userspace-api/landlock.html, Linux 5.13+) restricts before NVRTC starts:
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from grader.errors import SandboxError
+from grader.core.errors import SandboxError
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ def state() -> SandboxState:
     """Probe Landlock once per process, by applying the real ruleset in a throw-away thread and checking
     that a file outside it can no longer be opened. Never raises. Where NVRTC itself cannot be loaded (an
     install without its CUDA extra) the answer is not kept: that is the install's problem, reported by
-    grader.build.toolkit, and the sandbox is judged again once NVRTC loads."""
+    grader.compile.toolkit, and the sandbox is judged again once NVRTC loads."""
     global _known
     if _known is None:
         found = _probe()

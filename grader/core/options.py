@@ -8,24 +8,11 @@ import argparse
 import re
 import textwrap
 
-from grader.errors import InputError
+from grader.core.errors import InputError
 
 SEED_LIMIT = 2**63
-ARCH_PATTERN = re.compile(r"^sm_\d{2,3}[a-z]?$")
 
 
-def arch_type(value: str) -> str:
-    """argparse type of --arch: a compile target such as sm_90, sm_90a or sm_100a."""
-    if not ARCH_PATTERN.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture; write it like sm_90, sm_90a or sm_120")
-    from grader.build.toolkit import check_arch, install_problem
-
-    if install_problem() is None:  # else grading stops on the install first, with the pip command
-        try:
-            check_arch(value)
-        except InputError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-    return value
 
 
 def seed_type(value: str) -> int:
@@ -90,7 +77,7 @@ def _positive(value: str, unit: str) -> float:
 
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's help formatter, except that a text holding indented lines (a table: the exit codes of
-    grader.errors.exit_codes_help, `grade -h`'s commands) keeps its lines, each wrapped to the terminal's width
+    grader.core.errors.exit_codes_help, `grade -h`'s commands) keeps its lines, each wrapped to the terminal's width
     under its second column (the text after the first run of two spaces). Other text is filled as argparse
     fills it."""
 

@@ -6,11 +6,11 @@ claimed fraction looked like no claim). Here they are the strings "NaN", "Infini
 docs/grading.md says; pydantic reads those strings back as the same floats, and the JSON schema says that any
 number may be one of them.
 
-Every string of that JSON (keys too) is escaped as the text report escapes it (grader.text.printable_lines:
+Every string of that JSON (keys too) is escaped as the text report escapes it (grader.core.text.printable_lines:
 line breaks and tabs kept; C0 and C1 controls, NUL, bidirectional overrides and the bytes of a file name that
 was not UTF-8 written as escapes), so a reader that prints a field of the JSON shows what the text report
 shows, and a name that is not UTF-8 cannot stop the JSON from being written. Escaping is idempotent, so a row
-read back and written again is unchanged. This module imports grader.text alone (no import cycle).
+read back and written again is unchanged. This module imports grader.core.text alone (no import cycle).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
-from grader.text import printable_lines
+from grader.core.text import printable_lines
 
 NON_FINITE_STRINGS = ("NaN", "Infinity", "-Infinity")
 """How a non-finite float is written in the grader's JSON."""
@@ -40,7 +40,7 @@ class NonFiniteFloatSchema(GenerateJsonSchema):
 
 def escaped(value: Any) -> Any:
     """`value` (what pydantic made of a model in JSON mode: dicts, lists, strings, numbers) with every string,
-    keys included, passed through grader.text.printable_lines."""
+    keys included, passed through grader.core.text.printable_lines."""
     if isinstance(value, str):
         return printable_lines(value)
     if isinstance(value, dict):
