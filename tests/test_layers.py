@@ -17,6 +17,7 @@ LAYERS = [
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
     ["grader.core.version"],
+    ["grader.core.exercise"],
     ["grader", "grader.core", "grader.pipeline", "grader.exercise", "grader.core.errors", "grader.core.text", "grader.source.lexer", "grader.core.procs",
      "grader.source.prelude", "grader.output.svgplot", "grader.compile.cubin"],
     # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
@@ -47,6 +48,8 @@ LAYERS = [
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
+    # the exercises, each a folder of data and code the harness takes as an argument
+    ["grader.exercises"],
     ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],
     ["grader.batch.worker"],
     ["grader.batch.gradebook", "grader.batch.pool", "grader.batch.discovery"],
@@ -71,7 +74,7 @@ LAYERS = [
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
 PACKAGES = ["grader.core", "grader.compile", "grader.source", "grader.gpu", "grader.check", "grader.timing",
-            "grader.feedback", "grader.output", "grader.pipeline", "grader.batch", "grader", "reference_kernels"]
+            "grader.feedback", "grader.output", "grader.exercises", "grader.pipeline", "grader.batch", "grader", "reference_kernels"]
 """The packages, floor first: a module may import only from its own package or one below it, so the package graph
 has no circle either. grader.core is the floor (errors, models, launches as data, text, version); the top-level
 modules of grader (the command line, the lazy Python API) are the roof."""

@@ -1,0 +1,252 @@
+"""What the harness needs from an exercise, and the course's constants every exercise shares.
+
+An exercise is one folder under grader/exercises/ (bias_gelu is the course page's exercise and the default;
+rope is the page's interleaved RoPE kernel). Its `EXERCISE` is an `Exercise`: the kernel a student writes and its
+parameter roles, the default launch, the problem sizes, the inputs and their float64 reference, the tolerance,
+the on-GPU inputs and check of the timed launches, the byte model, the known mistakes, and the texts the reports
+say. The harness (compile, verify, measure, counters, reports, batch) takes an Exercise and names none; the
+pipeline (grader.pipeline.grade) looks it up by name (grader.exercises.get).
+
+Source of the shared constants: the course page "LLM kernels 2: RoPE, GELU and elementwise fusion" (day 96), its
+"Exercise" and "Check" sections; facts of the grading machine are the project's notes, docs/h200.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# --- The course's constants: every exercise of the page is graded alike -------------------------------
+BLOCK = 256
+"""Threads per block: the page's launch, the default of a submission's `// grade: block`, and the block of
+every launch of the grader's own kernels and the reference kernels. The only place the number is written."""
+
+BYTES_PER_FLOAT = 4
+
+COPY_FLOATS_PER_ELEMENT = 2
+"""A copy reads one float and writes one float per element. The copy floor's GB/s is computed with this
+(grader.timing.timer.CopyFloor)."""
+
+MAX_GRID_Y = 65535
+"""gridDim.y limit (CUDA Programming Guide, "Compute capabilities" table; a row grid of 131072 rows
+fails to launch on the H200 with CUDA_ERROR_INVALID_VALUE, docs/h200.md)."""
+
+BENCH_L2_MULTIPLE = 16
+"""Each benchmark buffer is at least this many times the L2 size, so the timed traffic is DRAM traffic
+(the H200's L2 is 60 MiB; a 64 MiB buffer is mostly cache, docs/h200.md)."""
+
+BENCH_COL_MULTIPLE = 1024
+"""Benchmark cols are a multiple of this (so a multiple of 4: every row is 16-byte aligned)."""
+
+BENCH_FREE_MEMORY_SHARE = 0.6
+"""The benchmark's buffers (the inputs, the submission's outputs, the copies' out) take at most this share of
+the device's free memory."""
+
+BENCH_BUFFERS = 3
+"""Benchmark-sized float32 buffers the grade allocates: the input, the submission's out, the copies' out."""
+
+POISON_WORD = 0xF149F2CA
+"""The output's contents before a checked launch: float32 -1.0e30, a value no exercise's answer takes from its
+inputs (GELU's minimum is about -0.17; a rotation keeps |out| <= sqrt 2 x the largest input, 65536), so an element
+the kernel never wrote fails whatever its input (a NaN input's answer is NaN, so a NaN poison would pass there)."""
+
+REPEAT_EVERY = 4
+"""Every REPEAT_EVERY-th timed round keeps the previous round's inputs (the output is still poisoned first): a
+kernel that skips work when its inputs look unchanged (a fingerprint memo) leaves the poison and fails."""
+
+GUARD_BYTES = 64 * 1024
+"""Guard region before and after every device buffer of the correctness run (a multiple of 256, so the
+buffer itself stays 256-byte aligned). A grid without a bounds check writes up to block - 1 floats past the end
+of the last row; the guards catch that."""
+
+GUARD_WORD = 0x7FBADBAD
+"""Pattern the guards are filled with (a quiet NaN payload no kernel computes by accident)."""
+
+GOLD = 0.90
+SILVER = 0.75
+"""Fraction of the copy floor (the page's Check: 90% or more is gold, 75 to 90 silver, below fails)."""
+
+PHYSICAL_BOUND = 1.03
+"""The most of the copy floor a measurement may show and still be a verdict: a correct kernel of every exercise
+reads one float and writes one float per element of its byte model, which is what the copy moves, so it cannot
+beat the copy by more than the timing's noise (the floor is the fastest of three copies; on the H200 the gold
+answer measures 0.96, docs/h200.md). A fraction above this is never graded (grader.timing.measure)."""
+
+THRESHOLDS_TEXT = f"gold >= {GOLD:.2f}, silver >= {SILVER:.2f}"
+"""The thresholds as the reports and the gradebook print them."""
+
+PAGE_FLOOR_GBS = 244.7
+"""The copy ceiling the page quotes for its Tesla T4 (day 49); shown for context, never graded against."""
+
+
+# --- An exercise ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pointer:
+    """One pointer parameter of the kernel: its role name, C type, whether the kernel writes it, and what it is
+    (for messages: "the input x [rows, cols]")."""
+
+    name: str
+    c_type: str
+    output: bool = False
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One size of an exercise's problem.
+
+    dims: the exercise's own shape (rows, cols) or (batch, seq, heads, dim); label: how reports write it
+    ("101 x 97"); rows, cols: the output as a float32 [rows, cols] array (the unit of the byte model is one
+    element of it); grid: the (rows, cols) that grader.core.launch.LaunchSpec.grid_for takes (a row grid's rows and
+    columns, a flat grid's (1, work items)); integers: every integer parameter role's value; floats: each pointer
+    role's length in floats."""
+
+    dims: tuple[int, ...]
+    label: str
+    rows: int
+    cols: int
+    grid: tuple[int, int]
+    integers: dict[str, int] = field(default_factory=dict)
+    floats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Elements of the output (rows x cols)."""
+        return self.rows * self.cols
+
+
+class DeviceSide:
+    """The inputs, outputs and check of the timed launches of an exercise at one Problem, on the GPU (what
+    Exercise.device returns; grader.timing.measure drives it). Gigabytes are never copied to the host: inputs are
+    drawn on the GPU and outputs checked there.
+
+    buffers: {pointer role: device buffer} for every pointer of the kernel, outputs included (problem.floats[role]
+    floats each); the submission is launched on exactly these. The copy floor copies problem.n floats from the
+    first input's buffer."""
+
+    buffers: dict[str, object]
+
+    def redraw(self, rng: np.random.Generator) -> None:
+        """Fresh inputs, drawn on the GPU from seeds taken from `rng` (remembered for check)."""
+        raise NotImplementedError
+
+    def check(self, label: str):
+        """Check every output (a grader.check.verify.Verification, the first failed one else the first output's)
+        against the float64 answer of the inputs as drawn, regenerated from their seeds (or from a copy the
+        kernel was never given), never from the buffers the kernel was given; an input whose buffer differs from
+        its draw is named as changed. `label` names the launch ("timed launch 3"). Raises SubmissionError if an
+        earlier kernel of the submission faulted."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Free every buffer."""
+        raise NotImplementedError
+
+
+class Exercise:
+    """An exercise of the course, as the harness uses it. Subclasses (grader/exercises/NAME/) set the fields and
+    implement the methods; each method's docstring says what the harness passes and expects."""
+
+    name: str = ""
+    """The value of `grade --exercise`."""
+    kernel_name: str = ""
+    title: str = ""
+    """One line: what the kernel computes ("out = GELU_erf(x + bias[col])")."""
+    pointers: tuple[Pointer, ...] = ()
+    integer_roles: tuple[str, ...] = ()
+    default_params: tuple[str, ...] = ()
+    default_grid: str = "flat"
+    default_elems_per_thread: int = 1
+    verify_dims: tuple[tuple[int, ...], ...] = ()
+    """The problem sizes verified before timing, in order; the first is the page's ragged shape."""
+    floats_per_element: int = 2
+    """The byte model: floats read plus written per output element (what cache-resident inputs do not add)."""
+    atol: float = 1e-5
+    rtol: float = 1e-5
+    tolerance_text: str = ""
+    poison_word: int = POISON_WORD
+    slow_hint: str = ""
+    """The hint of a correct but slow kernel with no measured cause (the page's Check)."""
+    bounds_test: str = "`if (i < n)`"
+    """The bounds check a store outside the output or a read outside an input should have been inside."""
+    wrong_output_kinds: tuple[str, ...] = ()
+    """Hint kinds kept for a kernel whose output is wrong: those about what it computes, not how fast."""
+    bytes_text: str = ""
+    """What the byte model counts, for the byte-count flags ("x read once, out written once")."""
+    cached_text: str = ""
+    """What the byte model leaves out and why, for the byte-count flags."""
+
+    @property
+    def inputs(self) -> tuple[Pointer, ...]:
+        return tuple(p for p in self.pointers if not p.output)
+
+    @property
+    def outputs(self) -> tuple[Pointer, ...]:
+        return tuple(p for p in self.pointers if p.output)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every parameter role a `// grade: params` line may name."""
+        return tuple(p.name for p in self.pointers) + self.integer_roles
+
+    def check_params(self, params: tuple[str, ...], grid: str) -> str:
+        """Why a declared parameter list cannot launch the kernel ('' when it can)."""
+        missing = [p.name for p in self.pointers if p.name not in params]
+        if missing:
+            return f"params must include {', '.join(p.name for p in self.pointers)}; missing {', '.join(missing)}"
+        return ""
+
+    def problem(self, dims: tuple[int, ...]) -> Problem:
+        """The Problem of size `dims`."""
+        raise NotImplementedError
+
+    def bench_problem(self, free_bytes: int, l2_bytes: int) -> Problem:
+        """The benchmark's Problem on a card with `free_bytes` of free memory and an L2 of `l2_bytes`; raises
+        grader.core.errors.GraderFault when the card is too small to time on."""
+        raise NotImplementedError
+
+    def draw(self, seeds: tuple[int, ...], problem: Problem) -> dict[str, np.ndarray]:
+        """The host inputs of `problem` from `seeds` (as seeds_from gives them): {input role: float32 array}."""
+        raise NotImplementedError
+
+    def seeds_from(self, rng: np.random.Generator) -> tuple[int, ...]:
+        """The seeds of one draw of the inputs, taken from `rng`."""
+        return tuple(int(rng.integers(2**63)) for _ in self.inputs)
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> np.ndarray:
+        """The float64 answer [rows, cols] for `inputs` (as drawn)."""
+        raise NotImplementedError
+
+    def tolerance(self, inputs: dict[str, np.ndarray], ref: np.ndarray, problem: Problem) -> np.ndarray:
+        """The largest allowed |got - ref| of each element [rows, cols] (float64); NaN references need NaN."""
+        return self.atol + self.rtol * np.abs(np.where(np.isnan(ref), 0.0, ref))
+
+    def given(self, inputs: dict[str, np.ndarray], problem: Problem, row: int, col: int) -> dict[str, float]:
+        """The inputs element (row, col) of the output came from, by name (for a wrong element's message)."""
+        return {}
+
+    def given_text(self, given: dict[str, float]) -> str:
+        """Those inputs as the message writes them ("x + bias = 1.5")."""
+        return ", ".join(f"{k} = {v:.9g}" for k, v in given.items())
+
+    def where(self, role: str, index: int, problem: Problem) -> str:
+        """Element `index` (flat, in floats) of pointer `role`, as a message names it ("row 0, col 3")."""
+        return f"element {index}"
+
+    def mistake(self, inputs: dict[str, np.ndarray], got: np.ndarray, problem: Problem):
+        """The known mistake a wrong output [rows, cols] float32 matches (a grader.check.mistakes.Mistake), or None."""
+        return None
+
+    def device(self, gpu, problem: Problem) -> "DeviceSide":
+        """The on-GPU side of the timed launches at `problem` (see DeviceSide)."""
+        raise NotImplementedError
+
+    def profiled(self) -> dict | None:
+        """The kernels Nsight Compute profiles beside the submission (grader.feedback.profiled): None when the
+        exercise has none (the counters then say so)."""
+        return None
+
+    def chain(self, gpu, kernel, spec, launch_values, rng):
+        """The exercise's part-3 table with the submission in it (a grader.timing.timer.Table), or None."""
+        return None
