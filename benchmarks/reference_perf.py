@@ -28,7 +28,7 @@ from grader.core.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # 
 from grader.timing.timer import gbs  # noqa: E402
 from reference_kernels.selfcheck_report import byte_counts, goals  # noqa: E402
 from reference_kernels.selfcheck import run_selfcheck  # noqa: E402
-from grader.timing.page_kernels import FUSED  # noqa: E402
+from grader.exercises.bias_gelu.page_kernels import FUSED  # noqa: E402
 from reference_kernels.suite import compile_suite  # noqa: E402
 from reference_kernels.timed import QUICK  # noqa: E402
 

@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile import sandbox  # noqa: E402
 from grader.compile.nvrtc import _compile  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
@@ -46,7 +47,7 @@ def main() -> int:
     if not st.available:
         print(f"sandbox_cost: no sandbox here: {st.reason}", file=sys.stderr)
         return 3
-    sub = read_submission(args.file)
+    sub = read_submission(args.file, BIAS_GELU)
     job = (sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     times: dict[str, list[float]] = {"confined": [], "unconfined": []}
     sandbox._run_in_thread(_compile, None, *job)  # NVRTC's first-compile set-up, outside both series

@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass  # noqa: E402
 from grader.compile.nvrtc import compile_kernels  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
@@ -42,7 +43,7 @@ def main() -> int:
     files += sorted((ROOT / "tests" / "data" / "hints").glob("*.cu"))
     kernels = []
     for f in files:
-        sub = read_submission(f)
+        sub = read_submission(f, BIAS_GELU)
         c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), args.arch)
         kernels.append((f.name, c.cubin, c.kernels[exercise.KERNEL_NAME].mangled))
     result: dict = {"arch": args.arch, "reps": args.reps, "tools": {}}

@@ -1,11 +1,12 @@
-"""Auto-grader for the course exercise `biasGeluFused` (out = GELU_erf(x + bias[col])).
+"""Auto-grader for the course's kernel exercises: one folder each under grader/exercises/ (the default is the page's
+own, out = GELU_erf(x + bias[col]); `grade --exercise rope` grades its RoPE kernel).
 
 The stages are subpackages, data flowing one way from the source file to the report (docs/development.md,
 "Layout"): source (reading the file, includes, tokens, whole programs, prelude, contract, claims) -> build
 (NVRTC in its sandbox, the cubin) -> gpu (device, launch, kernels) -> check (float64 reference, verification)
 -> timing (timer, copy floor, measure, chain) -> feedback (hints, disassembly, counters) -> output (report,
 terminal, Gradescope), and batch for a class. grader.pipeline.grade runs them for one file, grader.cli is the command
-line; the exercise's constants live in grader.exercise.
+line; the exercise's constants live in grader.exercises.bias_gelu.
 
 Python API (for a notebook or a script; docs/grading.md, "From Python"):
 

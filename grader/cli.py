@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grader
-from grader import exercise
+from grader import exercises
 from grader.core.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
                            GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
 from grader.compile.toolkit import arch_type
@@ -208,8 +208,8 @@ def single_parser() -> argparse.ArgumentParser:
     """The parser of `grade FILE` (the `file` command): every option of grading one file."""
     p = argparse.ArgumentParser(
         prog="grade",
-        description=f"Compile, verify, time and grade a {exercise.KERNEL_NAME} submission "
-        "(other commands: grade selfcheck, grade batch, grade merge; each takes -h).",
+        description=f"Compile, verify, time and grade a {exercises.get().kernel_name} submission, or with --exercise "
+        "one of another exercise (other commands: grade selfcheck, grade batch, grade merge; each takes -h).",
         epilog=exit_codes_help(*EXIT_CODES), formatter_class=HelpFormatter,
     )
     p.add_argument("file", nargs="?", metavar="FILE",
@@ -224,6 +224,10 @@ def single_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", type=arch_type, default=None,
                    help="compile target when no GPU is present, like sm_90 or sm_90a (default sm_90)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--exercise", choices=exercises.names(), default=exercises.DEFAULT,
+                   help=f"the exercise the file answers (default {exercises.DEFAULT}: "
+                        f"{exercises.get().kernel_name}); one of " + ", ".join(
+                            f"{n} ({exercises.get(n).kernel_name})" for n in exercises.names()))
     p.add_argument("--counters", action="store_true",
                    help="also measure with Nsight Compute (ncu) the bytes the kernel moves, how its warps access "
                         "memory and the work they do, beside the page's answer, the model answer and the copies "
@@ -244,7 +248,8 @@ def parser(commands: Iterable[str] = NAMES) -> argparse.ArgumentParser:
     table = "\n".join(f"  {c.form:<{width}}{c.summary}" for c in COMMANDS)
     top = argparse.ArgumentParser(
         prog="grade", usage=USAGE, formatter_class=HelpFormatter,
-        description=f"Compile, verify, time and grade a {exercise.KERNEL_NAME} submission, or a whole class.\n\n"
+        description=f"Compile, verify, time and grade a {exercises.get().kernel_name} submission (or one of another "
+                    "exercise: --exercise), or a whole class.\n\n"
                     f"commands (each takes -h):\n{table}",
         epilog=exit_codes_help(*EXIT_CODES, title="exit codes of `grade FILE` (each command's -h lists its own)"))
     top.add_argument("--version", action="version", version=f"grade {grader.__version__}")
@@ -444,7 +449,8 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 show_stage(name)
 
             started = time.monotonic()
-            report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=on_stage)
+            report = grade_file(args.file, arch=args.arch, seed=args.seed, device_id=args.device, on_stage=on_stage,
+                                exercise_name=args.exercise)
     except KeyboardInterrupt:
         print("grade: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED

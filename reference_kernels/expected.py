@@ -5,7 +5,7 @@ Formulas:
   width D at position pos is rotated by pos * base^(-2j/D): out0 = x0 cos - x1 sin, out1 = x0 sin + x1 cos.
   "interleaved" pairs dimensions (2j, 2j+1) (the paper, GPT-NeoX); "half" pairs (j, j + D/2) (Llama,
   Hugging Face). The course page (day 96) and the second document (`001_...`) give both.
-- GELU: grader.check.reference.gelu_erf and gelu_tanh (PyTorch's approximate='none' and 'tanh').
+- GELU: grader.exercises.bias_gelu.reference.gelu_erf and gelu_tanh (PyTorch's approximate='none' and 'tanh').
 - bf16: the high 16 bits of an IEEE float32; narrowing rounds to nearest, ties to even.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check.reference import gelu_erf, gelu_tanh
+from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
 
 LAYOUTS = ("bshd", "bhsd")
 """Tensor layouts: [B, S, H, D] (the course page's indexing) and [B, H, S, D] (the second document's)."""

@@ -15,11 +15,12 @@ import numpy as np
 from pydantic import BaseModel
 
 from grader.gpu.device import Gpu
-from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import GuardedRun, compare, guard_damage, guard_text
-from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel,
+from grader.exercises.bias_gelu.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel,
                                         make_launch)
 from reference_kernels import expected as ref
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from reference_kernels.suite import BF16_VERSIONS, GELU_FORMS, TO_BF16, rope_versions
 
 ROPE_SHAPE = (3, 17, 5, 64)
@@ -211,13 +212,13 @@ def chain_gates(gpu: Gpu, loaded: dict, rng: np.random.Generator) -> tuple[list[
                     gpu.sync()
                     got = arrays["out"].read().reshape(rows, cols)
                     outs[name] = got
-                    v = compare(got, expected[name])
+                    v = compare(got, expected[name], BIAS_GELU)
                     damage = guard_damage(arrays)
                     passed = v.passed and not damage
                     detail = v.message if not damage else guard_text(damage)
                     gates.append(Gate(name=f"chain {rows}x{cols}: {version.label} vs float64", passed=passed,
                                       detail=detail))
-                wrong = compare(outs["applyGeluTanh"], gelu_erf(x))
+                wrong = compare(outs["applyGeluTanh"], gelu_erf(x), BIAS_GELU)
                 gates.append(Gate(name=f"chain {rows}x{cols}: applyGeluTanh<{width}> fails the erf reference",
                                   passed=not wrong.passed,
                                   detail=f"{wrong.bad} of {wrong.total} elements outside the f32 tolerance, largest "

@@ -30,7 +30,7 @@ from grader.gpu.device import Gpu, GpuInfo, open_gpu
 from grader.core.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
                            NoGpuError, SubmissionError, exit_codes_help)
 from grader.core.options import HelpFormatter
-from grader.check.reference import gelu_gap
+from grader.exercises.bias_gelu.reference import gelu_gap
 from grader.timing.timer import CopyFloor, over_bound
 from reference_kernels import expected as ref
 from reference_kernels.counted import SuiteCounters, counters_text, suite_counters

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.check import draws
 from grader.gpu.device import GpuInfo, address
 from reference_kernels import expected as ref
@@ -293,11 +294,11 @@ class FakeGpu:
 def with_example(path, l2_bytes: int = 1 << 14, launch_ms: float = 5.0):
     """A FakeGpu with the example at `path` compiled and loaded: (gpu, kernel, spec, contract). launch_ms: each
     launch's stand-in time (5 ms: 40 launches make the 200 ms warm-up)."""
-    from grader import exercise
+    from grader.exercises import bias_gelu as exercise
     from grader.compile.nvrtc import compile_kernels
     from grader.source.read import read_submission
 
-    sub = read_submission(path)
+    sub = read_submission(path, BIAS_GELU)
     compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     gpu = FakeGpu(l2_bytes=l2_bytes)
     gpu.launch_ms = launch_ms

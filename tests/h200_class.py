@@ -32,11 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from class_fixture import H200, clocks
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.batch import gradebook as gb
 from grader.batch.pool import timeout_reason
 from grader.compile.nvrtc import compile_kernels
-from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import Verification, compare
 from grader.core.errors import InputError, Stage
 from grader.feedback.counters import counters_of, parse_csv
@@ -49,6 +50,12 @@ from grader.output.report import CompileSummary, GradeReport, error_report
 from grader.source.claims import StudentClaim, StudentRow, byte_count_flags
 from grader.source.contract import Contract
 from grader.timing.timer import FLOOR_SCALAR, TimedRow
+
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.source.contract import parse_contract as _parse  # noqa: E402
+
+PAGE_CONTRACT = _parse("", "page.cu", _BG)
+"""The page's launch: nothing declared."""
 
 ROOT = Path(__file__).resolve().parent.parent
 NCU = ROOT / "tests" / "data" / "ncu"
@@ -111,7 +118,7 @@ def checks() -> tuple[Verification, ...]:
     for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):
         x, bias = make_inputs(rng, rows, cols)
         ref = bias_gelu(x, bias)
-        out.append(compare(ref.astype(np.float32), ref))
+        out.append(compare(ref.astype(np.float32), ref, BIAS_GELU))
     return tuple(out)
 
 
@@ -125,14 +132,14 @@ def wrong_check(name: str) -> Verification:
     else:
         flat = np.arange(rows * cols).reshape(rows, cols)
         got = gelu_erf(v + bias.astype(np.float64)[flat % rows % cols])
-    return compare(got.astype(np.float32), bias_gelu(x, bias))
+    return compare(got.astype(np.float32), bias_gelu(x, bias), BIAS_GELU)
 
 
 def contract_for(fraction: float, floor: float, rng: random.Random, kind: str) -> Contract:
     """The student's part-3 row and sentence: none ("none"), honest (their own run, within a few percent),
     an impossible claim ("impossible"), or a row counting the bias ("bias-counted")."""
     if kind == "none":
-        return Contract()
+        return PAGE_CONTRACT
     own = fraction * rng.uniform(0.97, 1.03)
     gbs = own * floor
     ms = 8 * ROWS_COLS / gbs / 1e6

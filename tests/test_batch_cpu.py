@@ -621,7 +621,7 @@ def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
     assert changed(grader_dir / "newstage" / "deeper" / "table.json", " ")
     assert changed(grader_dir / "source" / "host_macros.json", " ")
     assert changed(grader_dir / "timing" / "page_kernels.py", "# edited\n")
-    assert changed(grader_dir / "gpu" / "kernels" / "chain.cu")
+    assert changed(grader_dir / "exercises" / "bias_gelu" / "chain.cu")
     for own in batch.plumbing_files():  # the batch's own modules do not change a grade
         assert not changed(grader_dir / own, "# edited\n"), own
     (grader_dir / "newstage" / "__pycache__").mkdir()
@@ -632,10 +632,8 @@ def test_the_digest_covers_every_grading_file_at_any_depth(tmp_path):
 def test_result_keys_of_existing_settings_are_unchanged(monkeypatch):
     from grader.batch.protocol import BatchSettings
 
-    import grader
-
     # the keys main gave before the settings became a model (rows graded then still resume)
-    monkeypatch.setattr(grader, "__version__", "v")
+    monkeypatch.setattr(batch, "__version__", "v")
     monkeypatch.setattr(batch, "grader_digest", lambda: "d")
     alice = batch.Item(id="alice", path="class/alice.cu", sha256="ab" * 32)
     bob = batch.Item(id="bob", path="class/bob.zip", problem="class/bob.zip: an archive")

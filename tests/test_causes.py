@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.check.mistakes import Mistake
 from grader.check.verify import Verification
@@ -23,7 +23,8 @@ from grader.feedback import sass
 from grader.feedback.launch_facts import buffer, launch_hints, param_roles, warps_per_sm
 from grader.feedback.worth import STATIC, Hint, Times, rank
 from grader.gpu.clocks import Clocks
-from grader.pipeline.grade import WRONG_OUTPUT_KINDS, hints_for
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.pipeline.grade import hints_for
 from grader.output.report import CompileSummary, GradeReport
 from grader.source.read import read_submission
 
@@ -59,7 +60,7 @@ WRONG = [p.stem for p in FILES if expected(p)[0] == "mistake"]
 
 @cache
 def compiled(stem: str):
-    sub = read_submission(CAUSES / f"{stem}.cu")
+    sub = read_submission(CAUSES / f"{stem}.cu", BIAS_GELU)
     return sub, compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90", lineinfo=True)
 
 
@@ -88,7 +89,7 @@ def test_the_cause_set_has_ten_classes_or_more_each_with_its_expected_first_hint
 @pytest.mark.parametrize("path", [*FILES, *sorted((ROOT / "tests" / "data" / "hints").glob("*.cu"))],
                          ids=lambda p: p.stem)
 def test_line_information_changes_no_instruction(path):
-    sub = read_submission(path)
+    sub = read_submission(path, BIAS_GELU)
     plain = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     lined = compiled(path.stem)[1] if path.parent == CAUSES else \
         compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90", lineinfo=True)
@@ -163,7 +164,7 @@ def test_a_wrong_output_gets_its_mistake_and_no_speed_hint(stem):
                          verification=[v], gpu=H200, compile=CompileSummary(arch="sm_90"))
     hints = hints_for(c, report)
     assert hints[0].kind == "mistake" and hints[0].text == mistake.text
-    assert all(h.kind in ("mistake", *WRONG_OUTPUT_KINDS) for h in hints), [h.kind for h in hints]
+    assert all(h.kind in ("mistake", *BIAS_GELU.wrong_output_kinds) for h in hints), [h.kind for h in hints]
 
 
 @needs_tool
@@ -183,7 +184,7 @@ def test_the_block_limit_and_the_warp_limit_of_an_sm():
     assert warps_per_sm(32, "sm_75") == 16 and warps_per_sm(32, "sm_89") == 24
     assert warps_per_sm(256, "sm_90", registers=128) == 16  # 128 registers: 16 warps' worth of the register file
     assert warps_per_sm(32, "sm_999") is None
-    spec = read_submission(CAUSES / "block32.cu").contract.launch_spec((8, 8, 8, 8))
+    spec = read_submission(CAUSES / "block32.cu", BIAS_GELU).contract.launch_spec((8, 8, 8, 8))
     assert [h.kind for h in launch_hints(spec, None, "sm_90")] == ["blocks"]
     assert launch_hints(spec, None, "sm_120") == []  # its block limit is not in the table: no guess
 

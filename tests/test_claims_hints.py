@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.source.claims import find_claim, parse_claim, parse_row
 from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
@@ -350,7 +351,7 @@ def hints_of(ptx: str) -> int:
     ("gold_float4.cu", set()),
 ])
 def test_examples_get_their_hints(name, expected):
-    sub = read_submission(SUBMISSIONS / name)
+    sub = read_submission(SUBMISSIONS / name, BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     hs = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
@@ -412,7 +413,7 @@ def test_comments_that_are_not_the_sentence(text):
 def test_grade_lines_win_and_plain_comments_fill_in():
     text = ("// grade: row = biasGeluFused | 1 | 2 | 0.5 | 4000\n// biasGeluFused 1 2 0.4881 4124.5\n"
             "// It reached 0.96 of the copy floor.\n__global__ void biasGeluFused() {}\n")
-    c = parse_contract(text, "s.cu")
+    c = parse_contract(text, "s.cu", BIAS_GELU)
     assert c.row.ms == 0.5 and c.row.where == "// grade: row"
     assert c.claim.fraction == 0.96 and c.claim.where == "comment, line 3"
     assert "row-missing" not in kinds(byte_count_flags(c.row, c.claim, rows=None, cols=None, floor_gbs=None,

@@ -11,8 +11,9 @@ import json
 import numpy as np
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.timing import contention
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.gpu.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
 from grader.gpu.device import Gpu
 from grader.core.errors import Busy
@@ -146,7 +147,7 @@ def fake(tmp_path, monkeypatch):
 
 def timed(fake):
     gpu, kernel, spec, values = fake
-    return measure(gpu, kernel, spec, values, np.random.default_rng(1))
+    return measure(gpu, kernel, spec, values, BIAS_GELU, np.random.default_rng(1))
 
 
 def plan(sm_of_during):

@@ -5,7 +5,8 @@ from importlib.resources import files
 
 import pytest
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.core.errors import SubmissionError
 from grader.source.read import read_submission
@@ -17,7 +18,7 @@ EXAMPLES = sorted(p for p in SUBMISSIONS.glob("*.cu") if p.name != "compile_erro
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_compiles_to_a_cubin(path):
-    sub = read_submission(path)
+    sub = read_submission(path, BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     assert c.cubin[:4] == b"\x7fELF"
     info = c.kernels[exercise.KERNEL_NAME]
@@ -25,15 +26,20 @@ def test_every_example_compiles_to_a_cubin(path):
     assert len(info.params) == len(sub.contract.params)
 
 
-@pytest.mark.parametrize("source, kernels", [("floor.cu", ("copyScalar", "copyVec4")),
-                                             ("inputs.cu", ("fillUniform", "fillDraw", "checkBiasGelu"))])
-def test_grader_kernels_compile(source, kernels):
-    text = files("grader.gpu.kernels").joinpath(source).read_text()
+@pytest.mark.parametrize("package, source, kernels", [
+    ("grader.gpu.kernels", "floor.cu", ("copyScalar", "copyVec4")),
+    ("grader.gpu.kernels", "inputs.cu", ("fillUniform", "fillDraw")),
+    ("grader.exercises.bias_gelu", "check.cu", ("checkBiasGelu",))])
+def test_grader_kernels_compile(package, source, kernels):
+    """Each of the grader's own CUDA sources, with draws.cuh put in its place (grader.gpu.kernels.source_text)."""
+    from grader.gpu.kernels import source_text
+
+    text = source_text(package, source)
     assert set(compile_kernels(text, source, kernels, "sm_90").kernels) == set(kernels)
 
 
 def test_compile_error_is_file_line_message():
-    sub = read_submission(SUBMISSIONS / "compile_error.cu")
+    sub = read_submission(SUBMISSIONS / "compile_error.cu", BIAS_GELU)
     with pytest.raises(SubmissionError) as err:
         compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     assert err.value.stage == "compile"
@@ -62,7 +68,7 @@ def test_device_function_is_not_a_kernel():
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90", "sm_100", "sm_120"])
 def test_parameter_list_is_read_for_every_arch(arch):
     # sm_100 and later write pointers as `.param .u64 .ptr .align 1 name`.
-    sub = read_submission(SUBMISSIONS / "gold_float4.cu")
+    sub = read_submission(SUBMISSIONS / "gold_float4.cu", BIAS_GELU)
     info = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), arch).kernels[exercise.KERNEL_NAME]
     assert [(p.ptx_type, p.size) for p in info.params] == [("u64", 8)] * 4
 

@@ -9,12 +9,19 @@ import time
 import numpy as np
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader import cli
 from grader.timing import contention
 from grader.timing.contention import disturbed, gpu_turn, wait_for_quiet
 from grader.core.errors import Busy
 from grader.gpu.device import GpuLoad
 from grader.output.report import GradeReport, render_text
+
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.source.contract import parse_contract as _parse  # noqa: E402
+
+PAGE_CONTRACT = _parse("", "page.cu", _BG)
+"""The page's launch: nothing declared."""
 
 
 def quiet(rounds: int = 40, seed: int = 0) -> dict[str, list[float]]:
@@ -129,7 +136,7 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
 
     why = busy_reason(["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
                       GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
-    r = assemble(Outcome(file="s.cu", sub=read_submission("submissions/gold_float4.cu"), seed=1, stopped=Busy(why)))
+    r = assemble(Outcome(file="s.cu", sub=read_submission("submissions/gold_float4.cu", BIAS_GELU), seed=1, stopped=Busy(why)))
     assert r.verdict == "busy" and r.fraction is None and r.table == [] and r.floor_gbs is None
     assert r.reason.startswith("not graded: the GPU was busy (the copy row's spread was 330%")
     assert "other processes: pid 7 (stream, 4.0 GiB) (97% utilization)" in r.reason and "run again" in r.reason
@@ -150,7 +157,7 @@ def test_a_block_larger_than_the_kernel_allows_is_explained():
 
     limits = {"max_threads_per_block": 128, "num_regs": 40, "local_size_bytes": 0}
     with pytest.raises(SubmissionError) as err:
-        check_launch_fits(limits, Contract())
+        check_launch_fits(limits, PAGE_CONTRACT)
     assert err.value.stage == "launch"
     assert "allows at most 128 threads per block" in str(err.value) and "uses 256" in str(err.value)
     assert "`// grade: block = 128`" in str(err.value)
@@ -158,5 +165,5 @@ def test_a_block_larger_than_the_kernel_allows_is_explained():
     compiled = SimpleNamespace(kernels={"biasGeluFused": silent}, warnings=[], warnings_dropped=0, log="")
     r = GradeReport(file="s.cu", verdict="error", reason="", compile=_compile_summary(compiled, "sm_90", limits))
     assert r.compile.registers == 40 and r.compile.local_bytes == 0  # from the driver, ptxas said nothing
-    check_launch_fits({"max_threads_per_block": 1024}, Contract())  # fits: no error
+    check_launch_fits({"max_threads_per_block": 1024}, PAGE_CONTRACT)  # fits: no error
     assert "40 registers" in render_text(r) and "None" not in render_text(r)

@@ -6,10 +6,17 @@ import re
 import numpy as np
 import pytest
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.core import exercise as course
 from grader.source.claims import parse_claim, parse_row
 from grader.source.contract import Contract, parse_contract
 from grader.core.errors import InputError, SubmissionError
+
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.source.contract import parse_contract as _parse  # noqa: E402
+
+PAGE_CONTRACT = _parse("", "page.cu", _BG)
+"""The page's launch: nothing declared."""
 
 
 def plan(c: Contract, rows: int, cols: int, sms: int, threads_per_sm: int):
@@ -19,18 +26,18 @@ def plan(c: Contract, rows: int, cols: int, sms: int, threads_per_sm: int):
 
 
 def test_defaults_are_the_pages_launch():
-    c = parse_contract("__global__ void biasGeluFused() {}", "s.cu")
+    c = parse_contract("__global__ void biasGeluFused() {}", "s.cu", BIAS_GELU)
     assert c.params == ("x", "bias", "out", "cols")
     assert plan(c, 101, 97, 132, 2048) == ((1, 101, 1), (256, 1, 1))
 
 
 def test_declared_launches():
     c = parse_contract("// grade: params = x, bias, out, n, cols\n// grade: grid = flat\n"
-                       "// grade: block = 128\n// grade: elems_per_thread = 4\n", "s.cu")
+                       "// grade: block = 128\n// grade: elems_per_thread = 4\n", "s.cu", BIAS_GELU)
     assert plan(c, 101, 97, 132, 2048)[0] == (-(-101 * 97 // 512), 1, 1)
-    s = parse_contract("// grade: params = x, bias, out, rows, cols\n// grade: grid = stride 264\n", "s.cu")
+    s = parse_contract("// grade: params = x, bias, out, rows, cols\n// grade: grid = stride 264\n", "s.cu", BIAS_GELU)
     assert plan(s, 101, 97, 132, 2048)[0] == (264, 1, 1)
-    d = parse_contract("// grade: params = x, bias, out, rows, cols\n// grade: grid = stride\n", "s.cu")
+    d = parse_contract("// grade: params = x, bias, out, rows, cols\n// grade: grid = stride\n", "s.cu", BIAS_GELU)
     assert plan(d, 101, 97, 132, 2048)[0] == (132 * 2048 // 256, 1, 1)
 
 
@@ -50,12 +57,12 @@ def test_declared_launches():
 )
 def test_malformed_blocks_are_input_errors_naming_the_line(block, words):
     with pytest.raises(InputError, match=words):
-        parse_contract(block + "\n", "s.cu")
+        parse_contract(block + "\n", "s.cu", BIAS_GELU)
 
 
 def test_row_grid_over_gridDim_y_limit_is_refused():
     with pytest.raises(SubmissionError, match="65535"):
-        plan(Contract(), exercise.MAX_GRID_Y + 1, 4, 132, 2048)
+        plan(PAGE_CONTRACT, course.MAX_GRID_Y + 1, 4, 132, 2048)
 
 
 def test_student_row_and_claim():
@@ -74,11 +81,11 @@ def test_student_row_and_claim():
 def test_launch_values_use_the_kernels_own_widths():
     c = Contract(params=("x", "bias", "out", "rows", "cols", "n"), grid="flat")
     spec = c.launch_spec((8, 8, 8, 4, 8, 4))
-    args = spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, 101, 97))
+    args = spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, BIAS_GELU.problem((101, 97))))
     assert [type(a) for a in args] == [np.uint64] * 3 + [np.int32, np.uint64, np.int32]
     assert int(args[5]) == 101 * 97
     with pytest.raises(SubmissionError, match="32-bit"):
-        spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, 65535, 65535))
+        spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, BIAS_GELU.problem((65535, 65535))))
 
 
 # --- `// grade:` lookalikes ------------------------------------------------------------------------------------
@@ -105,7 +112,7 @@ def test_launch_values_use_the_kernels_own_widths():
 def test_grade_lookalikes_are_input_errors(line, words):
     text = f"// grade: params = x, bias, out, rows, cols\n{line}\n__global__ void biasGeluFused() {{}}\n"
     with pytest.raises(InputError, match=re.escape(words)) as err:
-        parse_contract(text, "s.cu")
+        parse_contract(text, "s.cu", BIAS_GELU)
     assert str(err.value).startswith("s.cu:2: ") and "// grade: KEY = VALUE" in str(err.value)
 
 
@@ -124,12 +131,12 @@ def test_grade_lookalikes_are_input_errors(line, words):
     ],
 )
 def test_prose_and_exact_forms_are_not_flagged(line):
-    c = parse_contract(f"// grade: params = x, bias, out, rows, cols\n{line}\n", "s.cu")
+    c = parse_contract(f"// grade: params = x, bias, out, rows, cols\n{line}\n", "s.cu", BIAS_GELU)
     assert c.params == ("x", "bias", "out", "rows", "cols")
 
 
 def test_bom_and_crlf_keep_the_first_line_readable():
-    c = parse_contract("\ufeff// grade: params = x, bias, out, rows, cols\r\n// grade: grid = flat\r\n", "s.cu")
+    c = parse_contract("\ufeff// grade: params = x, bias, out, rows, cols\r\n// grade: grid = flat\r\n", "s.cu", BIAS_GELU)
     assert c.grid == "flat"
 
 
@@ -139,17 +146,17 @@ def test_grade_line_inside_a_raw_string_declares_nothing():
     # the text of the program, not a comment: NVRTC compiles it as a string (its delimiter holds a quote)
     text = ('const char *doc = R"x"(\n// grade: grid = flat\n// grade: block = 128\n)x"";\n'
             "__global__ void biasGeluFused() {}\n")
-    c = parse_contract(text, "s.cu")
-    assert c.declared == () and c.grid == Contract().grid and c.block == Contract().block
+    c = parse_contract(text, "s.cu", BIAS_GELU)
+    assert c.declared == () and c.grid == PAGE_CONTRACT.grid and c.block == PAGE_CONTRACT.block
 
 
 def test_grade_line_inside_a_block_comment_is_refused_with_its_line():
     # a student who comments a declaration out with /* */ must not have it read, nor silently dropped
     text = "/*\n// grade: grid = flat\n*/\n__global__ void biasGeluFused() {}\n"
     with pytest.raises(InputError, match=r"^s\.cu:2: .*inside a /\* \*/ block comment"):
-        parse_contract(text, "s.cu")
+        parse_contract(text, "s.cu", BIAS_GELU)
 
 
 def test_grade_line_after_a_closed_block_comment_is_read():
     text = "/* the launch:\n   row grid */\n// grade: block = 128\n__global__ void biasGeluFused() {}\n"
-    assert parse_contract(text, "s.cu").block == 128
+    assert parse_contract(text, "s.cu", BIAS_GELU).block == 128

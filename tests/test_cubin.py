@@ -23,6 +23,12 @@ from grader.source.contract import Contract
 from grader.core.errors import GraderFault, SubmissionError
 from grader.source.signature import check_params, source_signature
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.source.contract import parse_contract as _parse  # noqa: E402
+
+PAGE_CONTRACT = _parse("", "page.cu", _BG)
+"""The page's launch: nothing declared."""
+
 CUOBJDUMP = sass.find_tool("cuobjdump")
 NVCC = shutil.which("nvcc")
 needs_cuobjdump = pytest.mark.skipif(CUOBJDUMP is None, reason="no cuobjdump: pip install \".[sass]\" "
@@ -71,7 +77,7 @@ def test_an_asm_comment_that_forges_an_entry_does_not_hide_a_parameter():
         info = compiled.kernels["biasGeluFused"]
         assert [(p.ptx_type, p.size) for p in info.params] == [("u64", 8)] * 3 + [("u32", 4)] * 2
         with pytest.raises(SubmissionError, match="the kernel has 5 parameters, the launch passes 4"):
-            check_params(Contract(), [(p.ptx_type, p.size) for p in info.params],
+            check_params(PAGE_CONTRACT, [(p.ptx_type, p.size) for p in info.params],
                          source_signature(text, "biasGeluFused"), "biasGeluFused")
 
 

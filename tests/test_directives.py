@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_linear
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import normalize, scan
 from grader.core.errors import SubmissionError

@@ -1,4 +1,4 @@
-"""The grader's input generator: the numpy twin (grader.check.draws) against inputs.cu's own generator compiled for
+"""The grader's input generator: the numpy twin (grader.check.draws) against the GPU's own (draws.cuh) compiled for
 the host, the mix each draw gives, and the packing of a mix into the kernels' two parameters. No GPU needed; the GPU
 test of the same equality is in tests/test_exploits_gpu.py."""
 
@@ -11,9 +11,10 @@ from importlib.resources import files
 import numpy as np
 import pytest
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.check import draws
-from grader.check.reference import bias_gelu
+from grader.exercises.bias_gelu import reference as bg_reference
+from grader.exercises.bias_gelu.reference import bias_gelu
 
 HOST_PRELUDE = """#include <cstdio>
 #include <cstdlib>
@@ -38,20 +39,21 @@ int main(int argc, char** argv) {
 
 @pytest.fixture(scope="module")
 def host_generator(tmp_path_factory):
-    """inputs.cu's generator (everything before its first kernel) compiled for the host with the system's C++."""
+    """The GPU's generator (draws.cuh, which inputs.cu and every check kernel include) compiled for the host with
+    the system's C++."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
-        pytest.skip("no C++ compiler (g++ or c++) on PATH to build inputs.cu's generator for the host")
-    text = files("grader.gpu.kernels").joinpath("inputs.cu").read_text()
+        pytest.skip("no C++ compiler (g++ or c++) on PATH to build draws.cuh's generator for the host")
+    text = files("grader.gpu.kernels").joinpath("draws.cuh").read_text()
     source = tmp_path_factory.mktemp("gen") / "gen.cpp"
-    source.write_text(HOST_PRELUDE + text[: text.index('extern "C"')] + HOST_MAIN)
+    source.write_text(HOST_PRELUDE + text + HOST_MAIN)
     exe = source.with_suffix("")
     subprocess.run([cxx, "-O2", "-std=c++17", "-ffp-contract=off", str(source), "-o", str(exe)], check=True,
                    timeout=120)
     return exe
 
 
-@pytest.mark.parametrize("mix", [draws.X_MIX, draws.BIAS_MIX], ids=["x", "bias"])
+@pytest.mark.parametrize("mix", [bg_reference.X_MIX, bg_reference.BIAS_MIX], ids=["x", "bias"])
 @pytest.mark.parametrize("seed", [0, 1234567, 2**63 + 99, 2**64 - 5])
 def test_the_numpy_twin_is_the_cuda_generator_bit_for_bit(host_generator, mix, seed):
     n = 50_000
@@ -64,17 +66,17 @@ def test_the_numpy_twin_is_the_cuda_generator_bit_for_bit(host_generator, mix, s
 
 
 def test_a_slice_of_a_draw_is_the_same_elements():
-    whole = draws.draw(77, 1000, draws.X_MIX)
-    assert np.array_equal(draws.draw(77, 10, draws.X_MIX, start=500).view(np.uint32), whole[500:510].view(np.uint32))
+    whole = draws.draw(77, 1000, bg_reference.X_MIX)
+    assert np.array_equal(draws.draw(77, 10, bg_reference.X_MIX, start=500).view(np.uint32), whole[500:510].view(np.uint32))
 
 
 def test_packing_round_trips():
-    for mix in (draws.X_MIX, draws.BIAS_MIX):
+    for mix in (bg_reference.X_MIX, bg_reference.BIAS_MIX):
         assert draws.unpack(*mix.packed()) == mix
 
 
 def test_x_draws_mix_the_page_range_with_tails_zeros_subnormals_and_nan():
-    x = draws.draw(5, 1 << 20, draws.X_MIX)
+    x = draws.draw(5, 1 << 20, bg_reference.X_MIX)
     bits = x.view(np.uint32)
     share = {k: v / 65536 for k, v in exercise.X_DRAW_SHARES.items() if k in ("nan", "zero", "subnormal", "wide")}
     assert np.isnan(x).mean() == pytest.approx(share["nan"], rel=0.1)
@@ -90,7 +92,7 @@ def test_x_draws_mix_the_page_range_with_tails_zeros_subnormals_and_nan():
 
 
 def test_the_reference_has_no_overflow_and_nan_only_from_nan_inputs():
-    x, bias = draws.draw_inputs(9, 10, 1000, 257)
+    x, bias = bg_reference.draw_inputs(9, 10, 1000, 257)
     with np.errstate(all="raise"):
         ref = bias_gelu(x, bias)
     assert np.array_equal(np.isnan(ref), np.isnan(x))

@@ -57,12 +57,12 @@ def test_timed_launches_are_checked(gpu):
 
 
 def test_five_gradings_give_one_verdict(gpu):
-    from grader import exercise
+    from grader.core import exercise as course
 
     for name in ("gold_float4.cu", "page_scalar.cu"):
         reports = [grade_file(str(SUBMISSIONS / name)) for _ in range(5)]
         fractions = [r.fraction for r in reports]
-        near = any(abs(f - t) <= 0.01 for f in fractions for t in (exercise.SILVER, exercise.GOLD))
+        near = any(abs(f - t) <= 0.01 for f in fractions for t in (course.SILVER, course.GOLD))
         if not near:
             assert len({r.verdict for r in reports}) == 1, fractions
 

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.batch import gradebook as gb, pool
 from grader.cli import main
 from grader.output.report import GradeReport, render_text
@@ -178,7 +179,7 @@ def test_signature_scan_is_linear_in_nested_conditionals():
 
 # --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
 def _compile(text: str, name: str = "s.cu"):
-    from grader import exercise
+    from grader.exercises import bias_gelu as exercise
     from grader.compile.nvrtc import compile_kernels
     from grader.source.read import prepare_for_nvrtc
 
@@ -233,7 +234,7 @@ def test_a_file_named_like_an_option_compiles(tmp_path, capsys):
     assert not safe_source_name("-gold.cu").startswith("-") and not safe_source_name("--x").startswith("-")
     p = tmp_path / "-gold.cu"
     p.write_text(GOLD)
-    sub = read_submission(p)
+    sub = read_submission(p, BIAS_GELU)
     assert not sub.name.startswith("-")
     _compile(GOLD, sub.name)
     code = main([str(p), "--format", "json"])
@@ -353,11 +354,11 @@ def test_grade_block_numbers_are_ascii_decimal_only():
     from grader.core.errors import InputError
 
     assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
-                          "s.cu").stride_blocks == 1024
+                          "s.cu", BIAS_GELU).stride_blocks == 1024
     for line in ("block = 2_56", "block = \uff12\uff15\uff16", "block = 0x100", "block = 0256", "block = +256",
                  "elems_per_thread = \u0664", "grid = stride 1_024", "block = 256.0"):
         with pytest.raises(InputError) as err:
-            parse_contract(f"// grade: {line}\n", "s.cu")
+            parse_contract(f"// grade: {line}\n", "s.cu", BIAS_GELU)
         assert "decimal" in str(err.value) and "digits 0-9" in str(err.value), line
 
 

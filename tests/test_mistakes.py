@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 from fake_gpu import FakeGpu
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
-from grader.check import mistakes
-from grader.check.mistakes import MISTAKES, Inputs, match
-from grader.check.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
+from grader.exercises.bias_gelu import mistakes
+from grader.exercises.bias_gelu.mistakes import MISTAKES, Inputs, match
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import verify
-from grader.exercise import POISON_WORD  # the word the output is filled with before the launch (-1e30, no NaN)
+from grader.core.exercise import POISON_WORD  # the word the output is filled with before the launch (-1e30, no NaN)
 from grader.source.read import read_submission
 
 
@@ -197,12 +198,12 @@ class MistakenGpu(FakeGpu):
 
 
 def test_verify_names_the_mistake_at_the_end_of_its_message():
-    sub = read_submission("tests/data/causes/tanh_form.cu")
+    sub = read_submission("tests/data/causes/tanh_form.cu", BIAS_GELU)
     compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     gpu = MistakenGpu()
     kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
     spec = sub.contract.launch_spec(tuple(p.size for p in compiled.kernels[exercise.KERNEL_NAME].params))
-    v = verify(gpu, kernel, spec, sub.contract, *exercise.VERIFY_SHAPE, np.random.default_rng(1))
+    v = verify(gpu, kernel, spec, sub.contract, BIAS_GELU, BIAS_GELU.problem(exercise.VERIFY_SHAPE), np.random.default_rng(1))
     assert not v.passed and v.mistake is not None and v.mistake.name == "tanh"
     assert v.message.startswith("wrong output at 101 x 97") and "; your output matches GELU_tanh(x + bias)" in v.message
 

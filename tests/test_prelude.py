@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.source import prelude as prelude_module
 from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import ALLOWED_INCLUDES

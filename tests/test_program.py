@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import scan
 from grader.core.errors import SubmissionError
@@ -89,7 +90,7 @@ def test_every_corpus_file_says_what_it_is_and_has_an_expectation():
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_corpus_program_is_read_and_compiled_on_the_cpu(name):
     kept, ignored, signature = ACCEPTED[name]
-    sub = read_submission(PROGRAMS / name)
+    sub = read_submission(PROGRAMS / name, BIAS_GELU)
     compiled = compile_sub(sub.compile_text, sub.name)
     info = compiled.kernels[KERNEL]
     assert len(info.params) == len(sub.contract.params)
@@ -110,15 +111,15 @@ def test_corpus_program_is_read_and_compiled_on_the_cpu(name):
 def test_corpus_refusal_says_what_to_change(name):
     line, says = REFUSED[name]
     with pytest.raises(SubmissionError) as err:
-        read_submission(PROGRAMS / name)
+        read_submission(PROGRAMS / name, BIAS_GELU)
     assert err.value.stage == "source"
     assert str(err.value).startswith(f"{name}:{line}: ")
     assert says in str(err.value)
 
 
 def test_the_twins_compile_to_the_same_cubin():
-    program = read_submission(PROGRAMS / "elementwise.cu")
-    alone = read_submission(PROGRAMS / "elementwise_kernel_only.cu")
+    program = read_submission(PROGRAMS / "elementwise.cu", BIAS_GELU)
+    alone = read_submission(PROGRAMS / "elementwise_kernel_only.cu", BIAS_GELU)
     assert program.program is not None and alone.program is None
     assert program.contract == alone.contract
     assert source_signature(program.text, KERNEL) == source_signature(alone.text, KERNEL)
@@ -128,7 +129,7 @@ def test_the_twins_compile_to_the_same_cubin():
 
 
 def test_the_report_summary_and_parts():
-    sub = read_submission(PROGRAMS / "elementwise.cu")
+    sub = read_submission(PROGRAMS / "elementwise.cu", BIAS_GELU)
     ex = sub.program
     assert ex.summary() == ("graded biasGeluFused from your program; kept kInvSqrt2, geluErf; ignored main and 15 "
                             "other functions, 10 variables, 1 macro, 1 type")
@@ -231,7 +232,7 @@ __global__ void biasGeluFused(const float* x, const float* bias, float* out, siz
 def test_an_error_in_a_kept_helper_names_its_line_in_the_file(tmp_path, newline):
     path = tmp_path / "p.cu"
     path.write_bytes(ERROR_PROGRAM.replace("\n", newline).encode())
-    sub = read_submission(path)
+    sub = read_submission(path, BIAS_GELU)
     assert sub.program.kept == ("geluErf",) and sub.program.ignored == ("main", "unused")
     with pytest.raises(SubmissionError) as err:
         compile_sub(sub.compile_text, sub.name)
@@ -243,10 +244,10 @@ def test_crlf_program_reads_as_its_lf_twin(tmp_path):
     lf = (PROGRAMS / "elementwise.cu").read_bytes()
     path = tmp_path / "elementwise.cu"
     path.write_bytes(lf.replace(b"\n", b"\r\n"))
-    crlf_sub, lf_sub = read_submission(path), read_submission(PROGRAMS / "elementwise.cu")
+    crlf_sub, lf_sub = read_submission(path, BIAS_GELU), read_submission(PROGRAMS / "elementwise.cu", BIAS_GELU)
     assert crlf_sub.compile_text == lf_sub.compile_text and crlf_sub.program == lf_sub.program
     assert crlf_sub.contract == lf_sub.contract and crlf_sub.sha256 != lf_sub.sha256
-    vs = read_submission(PROGRAMS / "crlf_visual_studio.cu")
+    vs = read_submission(PROGRAMS / "crlf_visual_studio.cu", BIAS_GELU)
     assert b"\r\n" in (PROGRAMS / "crlf_visual_studio.cu").read_bytes() and "\r" not in vs.compile_text
 
 

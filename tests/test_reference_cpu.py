@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from grader.timing.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
-from grader.check.reference import gelu_erf, gelu_tanh
+from grader.exercises.bias_gelu.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
+from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
 from grader.timing.timer import Table, TimedRow
 from reference_kernels import expected as ref
 from reference_kernels.selfcheck_report import predictions

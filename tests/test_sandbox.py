@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.compile import sandbox
 from grader.compile.nvrtc import _compile, compile_kernels
 from grader.core.errors import SandboxError, SubmissionError

@@ -14,9 +14,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from conftest import SUBMISSIONS, ended
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass, sass_disassembler
 from grader.compile.nvrtc import compile_kernels
 from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
@@ -45,7 +46,7 @@ posix_only = pytest.mark.skipif(os.name == "nt", reason="the fake disassemblers 
 def build(name: str, arch: str = "sm_90", source: str | None = None):
     """(cubin, ptx, KernelInfo) of biasGeluFused in tests/data/hints/NAME, submissions/NAME or `source`."""
     if source is None and (SUBMISSIONS / name).exists():
-        sub = read_submission(SUBMISSIONS / name)
+        sub = read_submission(SUBMISSIONS / name, BIAS_GELU)
         text, fname = sub.compile_text, sub.name
     else:
         text, fname = source or (HINTS / name).read_text(), name

@@ -9,18 +9,24 @@ from grader.source.contract import Contract
 from grader.core.errors import SubmissionError
 from grader.source.signature import check_params, source_signature
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.source.contract import parse_contract as _parse  # noqa: E402
+
+PAGE_CONTRACT = _parse("", "page.cu", _BG)
+"""The page's launch: nothing declared."""
+
 
 def test_source_signature_and_param_check():
     text = "__global__ void __launch_bounds__(256) biasGeluFused(const float* x, const float* b, float* o, int c)"
     written = source_signature(text, "biasGeluFused")
     assert written == ["const float* x", "const float* b", "float* o", "int c"]
-    widths = check_params(Contract(), [("u64", 8)] * 3 + [("u32", 4)], written, "biasGeluFused")
+    widths = check_params(PAGE_CONTRACT, [("u64", 8)] * 3 + [("u32", 4)], written, "biasGeluFused")
     assert widths == (8, 8, 8, 4)
     with pytest.raises(SubmissionError) as err:
-        check_params(Contract(), [("u64", 8)] * 3 + [("f32", 4)], None, "biasGeluFused")
+        check_params(PAGE_CONTRACT, [("u64", 8)] * 3 + [("f32", 4)], None, "biasGeluFused")
     assert "expected: biasGeluFused(const float* x" in err.value.details and ".f32" in err.value.details
     with pytest.raises(SubmissionError, match="should be a 32- or 64-bit integer"):
-        check_params(Contract(), [("u64", 8)] * 4, ["const float* x", "const float* b", "float* o", "float* c"],
+        check_params(PAGE_CONTRACT, [("u64", 8)] * 4, ["const float* x", "const float* b", "float* o", "float* c"],
                      "biasGeluFused")
 
 
@@ -71,7 +77,7 @@ BODY = "{ }"
 )
 def test_source_signature_reads_past_comments_and_dead_code(source, expected):
     assert source_signature(source, "biasGeluFused") == expected
-    check_params(Contract(), PTX_DEFAULT, source_signature(source, "biasGeluFused"), "biasGeluFused")
+    check_params(PAGE_CONTRACT, PTX_DEFAULT, source_signature(source, "biasGeluFused"), "biasGeluFused")
 
 
 @pytest.mark.parametrize(
@@ -87,7 +93,7 @@ def test_source_signature_reads_past_comments_and_dead_code(source, expected):
 )
 def test_source_signature_gives_up_on_macros_and_ambiguity(source):
     assert source_signature(source, "biasGeluFused") is None
-    check_params(Contract(), PTX_DEFAULT, None, "biasGeluFused")
+    check_params(PAGE_CONTRACT, PTX_DEFAULT, None, "biasGeluFused")
 
 
 @pytest.mark.parametrize(
@@ -104,15 +110,15 @@ def test_source_signature_gives_up_on_macros_and_ambiguity(source):
 def test_correct_kernels_are_never_refused_by_their_text(params):
     written = source_signature(f"__global__ void biasGeluFused({params}) {{}}", "biasGeluFused")
     assert written is not None and len(written) == 4
-    assert check_params(Contract(), PTX_DEFAULT, written, "biasGeluFused") == (8, 8, 8, 8)
-    assert check_params(Contract(), [("u64", 8)] * 3 + [("u32", 4)], written, "biasGeluFused") == (8, 8, 8, 4)
+    assert check_params(PAGE_CONTRACT, PTX_DEFAULT, written, "biasGeluFused") == (8, 8, 8, 8)
+    assert check_params(PAGE_CONTRACT, [("u64", 8)] * 3 + [("u32", 4)], written, "biasGeluFused") == (8, 8, 8, 4)
 
 
 def test_written_list_of_another_length_is_ignored():
     # e.g. a macro expanding to two parameters: the text cannot be matched to PTX, so only PTX is judged
-    assert check_params(Contract(), PTX_DEFAULT, ["PTRS", "float* out", "size_t cols"], "biasGeluFused")
+    assert check_params(PAGE_CONTRACT, PTX_DEFAULT, ["PTRS", "float* out", "size_t cols"], "biasGeluFused")
     with pytest.raises(SubmissionError) as err:
-        check_params(Contract(), [("u64", 8)] * 3 + [("f32", 4)], ["PTRS", "float* out", "float cols"],
+        check_params(PAGE_CONTRACT, [("u64", 8)] * 3 + [("f32", 4)], ["PTRS", "float* out", "float cols"],
                      "biasGeluFused")
     assert "kernel:   biasGeluFused(.u64 (8 bytes)" in err.value.details
 
@@ -130,13 +136,13 @@ def test_written_list_of_another_length_is_ignored():
 def test_clear_text_evidence_still_refuses(params, words):
     written = source_signature(f"__global__ void biasGeluFused({params}) {{}}", "biasGeluFused")
     with pytest.raises(SubmissionError, match=re.escape(words)):
-        check_params(Contract(), PTX_DEFAULT, written, "biasGeluFused")
+        check_params(PAGE_CONTRACT, PTX_DEFAULT, written, "biasGeluFused")
 
 
 def test_float_typed_integer_is_refused_by_ptx_or_text():
     with pytest.raises(SubmissionError, match="should be a 32- or 64-bit integer"):
-        check_params(Contract(), [("u64", 8)] * 3 + [("f64", 8)], ["cfp x", "cfp b", "fp o", "real cols"], "k")
+        check_params(PAGE_CONTRACT, [("u64", 8)] * 3 + [("f64", 8)], ["cfp x", "cfp b", "fp o", "real cols"], "k")
     with pytest.raises(SubmissionError, match="floating-point"):  # the text names the type; PTX alone allows
-        check_params(Contract(), PTX_DEFAULT, ["cfp x", "cfp b", "fp o", "double cols"], "k")
+        check_params(PAGE_CONTRACT, PTX_DEFAULT, ["cfp x", "cfp b", "fp o", "double cols"], "k")
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.core.errors import EXIT_INPUT, InputError, SubmissionError
 from grader.source.read import prepare_for_nvrtc, read_submission
 
@@ -26,20 +27,20 @@ def write(tmp_path, name, data):
 )
 def test_unreadable_files_are_input_errors(tmp_path, data, words):
     with pytest.raises(InputError, match=words) as err:
-        read_submission(write(tmp_path, "s.cu", data))
+        read_submission(write(tmp_path, "s.cu", data), BIAS_GELU)
     assert err.value.exit_code == EXIT_INPUT
 
 
 def test_missing_path_and_folder(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        read_submission(tmp_path / "nope.cu")
+        read_submission(tmp_path / "nope.cu", BIAS_GELU)
     with pytest.raises(InputError, match="folder"):
-        read_submission(tmp_path)
+        read_submission(tmp_path, BIAS_GELU)
 
 
 def test_non_utf8_message_names_the_line(tmp_path):
     with pytest.raises(InputError, match=r"s\.cu:3: not UTF-8"):
-        read_submission(write(tmp_path, "s.cu", b"a\nb\n\xff\n"))
+        read_submission(write(tmp_path, "s.cu", b"a\nb\n\xff\n"), BIAS_GELU)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_allowed_includes_are_blanked_and_lines_kept():
 
 
 def test_submission_keeps_hash_and_contract(tmp_path):
-    sub = read_submission(write(tmp_path, "s.cu", "// grade: block = 128\n" + KERNEL))
+    sub = read_submission(write(tmp_path, "s.cu", "// grade: block = 128\n" + KERNEL), BIAS_GELU)
     assert len(sub.sha256) == 64
     assert sub.contract.block == 128
     assert sub.name == "s.cu"
@@ -102,4 +103,4 @@ def test_a_link_out_of_its_folder_is_refused_unread_in_every_format(tmp_path, ca
 def test_a_link_inside_its_folder_is_read(tmp_path):
     real = write(tmp_path, "v2.cu", KERNEL)
     (tmp_path / "kernel.cu").symlink_to(real.name)
-    assert read_submission(tmp_path / "kernel.cu").text == KERNEL
+    assert read_submission(tmp_path / "kernel.cu", BIAS_GELU).text == KERNEL

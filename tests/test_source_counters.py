@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.feedback import sass
 from grader.feedback.counters import InstructionCounters
@@ -36,7 +37,7 @@ needs_tool = pytest.mark.skipif(sass.find_disassembler() is None, reason="no CUD
 
 def listing(stem: str):
     """(the kernel's instructions with their lines, the parameter roles) of tests/data/causes/STEM.cu."""
-    sub = read_submission(CAUSES / f"{stem}.cu")
+    sub = read_submission(CAUSES / f"{stem}.cu", BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90", lineinfo=True)
     info = c.kernels[exercise.KERNEL_NAME]
     tool = sass.find_disassembler()

@@ -3,6 +3,7 @@ evaluated `__has_include`), and file names that would inject text into the `#lin
 
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.core.errors import SubmissionError
 from grader.source.read import prepare_for_nvrtc, read_submission, safe_source_name
 
@@ -52,6 +53,6 @@ def test_file_name_cannot_inject_into_line_directive(tmp_path, name):
     assert "/etc/passwd" not in out and '"' not in out.split("#line 1 ", 1)[1][1:].split("\n")[0][:-1]
     p = tmp_path / name.replace("/", "_")
     p.write_text(KERNEL)
-    sub = read_submission(p)
+    sub = read_submission(p, BIAS_GELU)
     assert sub.name == safe_source_name(p.name)
     assert f'#line 1 "{sub.name}"\n' in sub.compile_text

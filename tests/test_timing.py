@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.gpu.device import GpuInfo
 from grader.core.errors import GraderFault
 from grader.core.launch import LaunchSpec, Param
@@ -20,17 +21,17 @@ def info(l2_mib: int, free_gib: float) -> GpuInfo:
 def test_bench_shape_on_an_h200():
     rows, cols = bench_shape(info(60, 139))
     assert (rows, cols) == (61440, 4096)
-    assert rows * cols * 4 >= exercise.BENCH_L2_MULTIPLE * 60 * 2**20
+    assert rows * cols * 4 >= course.BENCH_L2_MULTIPLE * 60 * 2**20
 
 
 @pytest.mark.parametrize("l2, free", [(60, 139), (6, 15), (40, 1.0), (96, 80), (128, 7)])
 def test_bench_shape_limits(l2, free):
     rows, cols = bench_shape(info(l2, free))
-    assert rows <= exercise.MAX_GRID_Y and cols % exercise.BENCH_COL_MULTIPLE == 0
+    assert rows <= course.MAX_GRID_Y and cols % course.BENCH_COL_MULTIPLE == 0
     per_buffer = rows * cols * 4
-    assert per_buffer * exercise.BENCH_BUFFERS <= exercise.BENCH_FREE_MEMORY_SHARE * free * 2**30
-    assert per_buffer >= min(exercise.BENCH_L2_MULTIPLE * l2 * 2**20,
-                             exercise.BENCH_FREE_MEMORY_SHARE * free * 2**30 / exercise.BENCH_BUFFERS) - cols * 4
+    assert per_buffer * course.BENCH_BUFFERS <= course.BENCH_FREE_MEMORY_SHARE * free * 2**30
+    assert per_buffer >= min(course.BENCH_L2_MULTIPLE * l2 * 2**20,
+                             course.BENCH_FREE_MEMORY_SHARE * free * 2**30 / course.BENCH_BUFFERS) - cols * 4
 
 
 def test_gbs_is_bytes_read_plus_written_over_time():

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from grader import exercise
-from grader.check.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
 from grader.check.verify import compare
 
 
@@ -40,7 +41,7 @@ def test_float32_rounding_of_a_correct_kernel_passes(inputs):
     x, bias = inputs
     v = x + bias  # float32 add, as the kernel does
     got = (0.5 * v * (1 + np.vectorize(math.erf)(v.astype(np.float64) / math.sqrt(2)))).astype(np.float32)
-    r = compare(got, bias_gelu(x, bias))
+    r = compare(got, bias_gelu(x, bias), BIAS_GELU)
     assert r.passed, r.message
     assert r.max_tolerance_share < 0.2, r.message
     page = np.abs(x.astype(np.float64) + bias) < 4.5
@@ -50,7 +51,7 @@ def test_float32_rounding_of_a_correct_kernel_passes(inputs):
 def test_tanh_gelu_fails_with_first_bad_and_both_values(inputs):
     x, bias = inputs
     got = gelu_tanh(x.astype(np.float64) + bias).astype(np.float32)
-    r = compare(got, bias_gelu(x, bias), (x, bias))
+    r = compare(got, bias_gelu(x, bias), BIAS_GELU, {"x": x, "bias": bias}, BIAS_GELU.problem(x.shape))
     assert not r.passed
     assert r.bad > r.total // 2
     assert r.first_bad is not None
@@ -58,7 +59,7 @@ def test_tanh_gelu_fails_with_first_bad_and_both_values(inputs):
     v = x.astype(np.float64) + bias
     page = np.abs(v) < 4.5
     assert np.abs(got - bias_gelu(x, bias))[page].max() == pytest.approx(exercise.TANH_GAP_MAX, rel=0.05)
-    assert r.first_bad.x == x[r.first_bad.row, r.first_bad.col] and f"x + bias = " in r.message
+    assert r.first_bad.given["x"] == x[r.first_bad.row, r.first_bad.col] and f"x + bias = " in r.message
 
 
 def test_inputs_put_most_values_where_tanh_is_far(inputs):
@@ -73,7 +74,7 @@ def test_nan_and_inf_are_bad_and_reported(inputs):
     got = ref.astype(np.float32)
     got[3, 5] = np.nan
     got[7, 1] = np.inf
-    r = compare(got, ref)
+    r = compare(got, ref, BIAS_GELU)
     assert (r.bad, r.not_finite, r.first_bad.row, r.first_bad.col) == (2, 2, 3, 5)
     assert math.isfinite(r.max_abs_error)
     assert "2 NaN or inf where a number was expected" in r.message
@@ -85,4 +86,4 @@ def test_bias_index_bug_fails(inputs):
     rows, cols = x.shape
     idx = np.arange(x.size) % rows
     got = gelu_erf(x.ravel().astype(np.float64) + bias[idx % cols]).reshape(x.shape).astype(np.float32)
-    assert not compare(got, bias_gelu(x, bias)).passed
+    assert not compare(got, bias_gelu(x, bias), BIAS_GELU).passed

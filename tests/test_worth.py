@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import counters
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.feedback.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
                                       counters_wanted, parse_csv)
@@ -49,7 +50,7 @@ def graded(name: str, with_counters: bool = True, files: dict[str, str] = FILES,
     the grader finds in it now (grader.pipeline.grade.hints_for: machine code, launch facts), ranked with (or without) its
     recorded counters."""
     g = {k: v for k, v in gradings[name].items() if k not in ("hints", "gpu", "versions")}
-    sub = read_submission(ROOT / files[name])
+    sub = read_submission(ROOT / files[name], BIAS_GELU)
     report = GradeReport(file=name, compile=CompileSummary(arch="sm_90"), contract=sub.contract, gpu=H200,
                          clocks=Clocks(known=True, sm_mhz=1980), **g)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90", lineinfo=True)

@@ -30,7 +30,8 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.batch import classplots as plots
 from grader.batch import triage
 from grader.batch.classpage_assets import SCRIPT, STYLE
@@ -106,8 +107,8 @@ def graded_on(book: Gradebook) -> list[tuple[str, str]]:
     facts.append(("Clocks while timing", _counted(clocks) or "-"))
     nvrtc = Counter(r.report.versions.get("nvrtc", "") for r in rows if r.report.versions.get("nvrtc"))
     facts.append(("Grader", _versions(book) + (f"; NVRTC {_counted(nvrtc)}" if nvrtc else "")))
-    facts.append(("Thresholds", f"{exercise.THRESHOLDS_TEXT} of the copy floor; bytes counted: "
-                  f"{exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT} per element"))
+    facts.append(("Thresholds", f"{course.THRESHOLDS_TEXT} of the copy floor; bytes counted: "
+                  f"{exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT} per element"))
     facts.append(("Settings", _settings(rows)))
     finished = sorted(r.finished for r in book.rows if r.finished)
     if finished:
@@ -326,7 +327,7 @@ def plot_cards(rows: list[BatchResult]) -> str:
     graded = plots.graded_rows(rows)
     claims_svg, claims_n, unmeasured = plots.claims_plot(rows)
     dram_svg, dram_n = plots.dram_plot(rows)
-    at = {p: plots.fast_p(rows, p) for p in (exercise.SILVER, exercise.GOLD)}
+    at = {p: plots.fast_p(rows, p) for p in (course.SILVER, course.GOLD)}
     fast_text = "; ".join(f"{100 * v:.0f}% at p = {p:.2f}" for p, v in at.items() if v is not None) or "nothing graded"
     dram = (f'<div class="card">{dram_svg}<p>{plots.count(dram_n, "kernel")} profiled with Nsight Compute (<code>grade '
             "batch --counters</code> or <code>--counters-when-slow</code>); the table's DRAM column holds each value."
@@ -351,13 +352,22 @@ def _shapes() -> str:
     return ", ".join(f"{triage.group_label(g)} {names[plots.MARKERS[g]]}" for g in ("gold", "silver", "slow", "busy"))
 
 
+def _kernel(rows: list) -> str:
+    """The kernel the class wrote: the one its reports name (the default exercise's for reports that name none)."""
+    from grader import exercises
+
+    named = {r.report.kernel for r in rows if r.report and r.report.kernel}
+    return escape(" / ".join(sorted(named))) if named else exercises.get().kernel_name
+
+
 def class_page(book: Gradebook) -> str:
     """The class page of `book` as one HTML document (module docstring)."""
     rows = sorted(book.rows, key=lambda r: r.id)
     pts = triage.points_summary(rows)
     facts = "".join(f"<dt>{escape(k)}</dt><dd>{_t(v, 600)}</dd>" for k, v in graded_on(book))
     cards = sorted({f"{g.name} (CUDA {g.driver_cuda})" for r in rows if r.report and (g := r.report.gpu)})
-    title = f"biasGeluFused: {plots.count(len(rows), 'submission')}"
+    kernel = _kernel(rows)
+    title = f"{kernel}: {plots.count(len(rows), 'submission')}"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -391,7 +401,7 @@ def class_page(book: Gradebook) -> str:
 <details class="facts-box" id="graded-on"><summary>How the class was graded: card, driver, copy floor, clocks,
 versions, settings</summary><dl class="facts">{facts}</dl></details>
 </main>
-<footer>Written by the biasGeluFused grader {_t(_versions(book))} from {plots.count(len(rows), 'row')};
+<footer>Written by the {kernel} grader {_t(_versions(book))} from {plots.count(len(rows), 'row')};
 <code>summary.md</code>, <code>gradebook.csv</code>, <code>gradebook.json</code> and <code>scores.csv</code> beside this
 page hold the same rows. Each id links to the report its student gets (text, and JSON beside it). Everything students
 wrote is shown as text.</footer>

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.batch.classpage_assets import BLUE, MARKS
 from grader.batch.gradebook import BIN_WIDTH, BINS, BatchResult, fraction_bins
 from grader.batch.triage import GROUPS, Points, group
@@ -129,11 +130,11 @@ def histogram_plot(rows: list[BatchResult]) -> str:
         if not n:
             continue
         lo = i * BIN_WIDTH
-        fill = MARKS["gold"] if lo >= exercise.GOLD - 1e-9 else MARKS["silver"] if lo >= exercise.SILVER - 1e-9 \
+        fill = MARKS["gold"] if lo >= course.GOLD - 1e-9 else MARKS["silver"] if lo >= course.SILVER - 1e-9 \
             else slow
         plot.bar(lo, lo + BIN_WIDTH, n, fill=fill, title=f"{_bin_label(i)}: {count(n, 'submission')}")
-    label_lines(plot, [(p, f"{'silver' if p == exercise.SILVER else 'gold'} {p:.2f}")
-                       for p in (exercise.SILVER, exercise.GOLD)])
+    label_lines(plot, [(p, f"{'silver' if p == course.SILVER else 'gold'} {p:.2f}")
+                       for p in (course.SILVER, course.GOLD)])
     return plot.render()
 
 
@@ -150,7 +151,7 @@ def fast_p_plot(rows: list[BatchResult]) -> str:
     x_max = max(1.0, max(fractions, default=0.0)) + 0.02
     points = [(0.0, len(fractions) / n)] + [(f, (len(fractions) - i - 1) / n) for i, f in enumerate(fractions)]
     points.append((x_max, 0.0))
-    at = {p: fast_p(rows, p) for p in (exercise.SILVER, exercise.GOLD)}
+    at = {p: fast_p(rows, p) for p in (course.SILVER, course.GOLD)}
     plot = Plot(title="Correct and at least p of the floor (fast_p)", x_label="p: fraction of the copy floor",
                 y_label="share of graded submissions", x_range=(0, x_max), y_range=(0, 1.05),
                 x_ticks=nice_ticks(0, x_max, 10), x_format="{:.1f}",
@@ -159,7 +160,7 @@ def fast_p_plot(rows: list[BatchResult]) -> str:
                     f"at p = {p:.2f}: {100 * (v or 0):.0f}%" for p, v in at.items()))
     plot.line(points, stroke=BLUE, width=2.5, step=True, css="curve",
               title=f"{len(fractions)} of {count(len(graded), 'graded submission')} are correct")
-    label_lines(plot, [(p, f"{'silver' if p == exercise.SILVER else 'gold'} {p:.2f}: {100 * (v or 0):.0f}%")
+    label_lines(plot, [(p, f"{'silver' if p == course.SILVER else 'gold'} {p:.2f}: {100 * (v or 0):.0f}%")
                        for p, v in at.items()])
     return plot.render()
 
@@ -194,7 +195,7 @@ def dram_plot(rows: list[BatchResult]) -> tuple[str, int]:
     drawn = [(r, d) for r in rows if (d := dram_per_elem(r)) is not None and r.fraction is not None]
     if not drawn:
         return "", 0
-    model = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    model = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
     x_hi = max([model * 1.5] + [d * 1.05 for _, d in drawn])
     y_hi = max([1.05] + [r.fraction * 1.05 for r, _ in drawn])
     plot = Plot(title="DRAM bytes per element (Nsight Compute)", x_label="DRAM bytes read + written per element",

@@ -50,6 +50,7 @@ from grader.core.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, E
                            Interrupted, Stage, WorkerStartError, exit_codes_help)
 from grader.output.student_files import REPORTS_DIR, write_report
 from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+from grader import exercises
 from grader.compile.toolkit import arch_type
 from grader.core.version import __version__
 from grader.core.options import (HelpFormatter, add_format_options, gpu_list, positive_number, positive_seconds,
@@ -76,7 +77,7 @@ def plumbing_files() -> set[str]:
 def digest_files(grader_dir: Path) -> list[tuple[str, Path]]:
     """(name, path) of every file a grade depends on, sorted by name: each RESULT_SUFFIXES file at any depth
     under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out). The
-    page's chain kernels are among them (grader/gpu/kernels/chain.cu, grader/timing/page_kernels.py): a grading reads
+    page's chain kernels are among them (grader/exercises/bias_gelu/chain.cu, grader/exercises/bias_gelu/page_kernels.py): a grading reads
     nothing of reference_kernels/."""
     skipped = plumbing_files()
     found = []
@@ -102,13 +103,15 @@ def grader_digest(grader_dir: Path | None = None) -> str:
 def settings_for(settings: BatchSettings, cards: list[str]) -> dict[str, object]:
     """The grader settings a result depends on, part of every row's key (module docstring): the grader's version
     and digest, the settings' arch and seed, the GPU models `cards`; `counters` and `counters_when_slow` only
-    when on, so rows graded without them keep their keys. The limits and the sandbox are not in it."""
+    when on, so rows graded without them keep their keys; `exercise` only when not the default. The limits and the sandbox are not in it."""
     key = {"grader": __version__, "grader_source": grader_digest(), "arch": settings.arch,
            "seed": settings.seed, "cards": sorted(set(cards))}
     if settings.counters:
         key["counters"] = True
     if settings.counters_when_slow:
         key["counters_when_slow"] = True
+    if settings.exercise and settings.exercise != exercises.DEFAULT:
+        key["exercise"] = settings.exercise
     return key
 
 
@@ -161,6 +164,8 @@ def batch_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="regrade submissions whose recorded verdict is error")
     p.add_argument("--regrade", action="store_true", help="ignore earlier results and grade everything again")
     p.add_argument("--arch", type=arch_type, default=None, help="compile target when there is no GPU (default sm_90)")
+    p.add_argument("--exercise", choices=exercises.names(), default=exercises.DEFAULT,
+                   help=f"the exercise every submission answers (default {exercises.DEFAULT})")
     p.add_argument("--seed", type=seed_type, help="the same input seed for every submission (default: fresh per run)")
     add_format_options(p, ("text", "json", "gradescope"), {
         "text": "the summary table on stdout (default)",
@@ -306,7 +311,8 @@ def find_items(args: argparse.Namespace, k: int, n: int, say: Reply) -> tuple[li
     if gradescope and len(items) != 1:
         listed = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
         gb.write_json(Path(args.out) / "results.json", gradescope_refusal(
-            f"Expected exactly one .cu file with your biasGeluFused kernel; found {len(items)} ({listed})."))
+            f"Expected exactly one .cu file with your {exercises.get(args.exercise).kernel_name} kernel; found "
+            f"{len(items)} ({listed})."))
         say.on_fail = None
         return say.fail(f"--format gradescope grades one submission; {len(items)} found ({listed})")
     if not items:
@@ -368,7 +374,8 @@ def plan_batch(args: argparse.Namespace, items: list[Item], exports: dict[str, d
     if not box.available:
         say.warn(f"warning: grading without the NVRTC sandbox ({box.reason}); recorded in the gradebook")
     settings = BatchSettings(arch=args.arch, seed=args.seed, sandbox=box.available, counters=args.counters,
-                             counters_when_slow=args.counters_when_slow, compile_limit=args.compile_limit,
+                             counters_when_slow=args.counters_when_slow, exercise=args.exercise,
+                             compile_limit=args.compile_limit,
                              run_limit=args.run_limit, memory_limit_gib=args.memory_limit)
     key = settings_for(settings, plan.names)
     for it in items:

@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from tabulate import tabulate
 
-from grader import exercise
+from grader.core import exercise
 from grader.batch import people
 from grader.source.claims import NOTE_KINDS
 from grader.output.student_files import report_file, write_atomic

@@ -33,7 +33,8 @@ class BatchSettings(BaseModel):
     """How every submission of one batch is graded: the worker's part (`arch`: compile target without a GPU,
     e.g. 'sm_90', None for the GPU's own; `seed`: the input seed, None for a fresh one per grading; `sandbox`:
     refuse to compile without the NVRTC sandbox, False only for --unsandboxed; `counters`, `counters_when_slow`:
-    grader.pipeline.grade.add_counters' `asked` and `when_slow`) and the pool's limits (seconds; GiB, 0 for none)."""
+    grader.pipeline.grade.add_counters' `asked` and `when_slow`; `exercise`: the exercise every file answers,
+    grader.exercises.names(), "" for the default) and the pool's limits (seconds; GiB, 0 for none)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -42,6 +43,7 @@ class BatchSettings(BaseModel):
     sandbox: bool = True
     counters: bool = False
     counters_when_slow: bool = False
+    exercise: str = ""
     compile_limit: float = Field(DEFAULT_COMPILE_LIMIT, gt=0)
     run_limit: float = Field(DEFAULT_RUN_LIMIT, gt=0)
     memory_limit_gib: float = Field(DEFAULT_MEMORY_LIMIT_GIB, ge=0)

@@ -133,7 +133,8 @@ def _graded(job: Job, clock: PhaseClock, channel: Channel):
     if settings.sandbox:
         sandbox.require()
     Path(name).write_bytes(_read_job_file(job))
-    report = g.grade_file(name, arch=settings.arch, seed=settings.seed, device_id=0, on_stage=clock)
+    report = g.grade_file(name, arch=settings.arch, seed=settings.seed, device_id=0, on_stage=clock,
+                          **({"exercise_name": settings.exercise} if settings.exercise else {}))
 
     def verdict_first() -> None:
         channel.send(Graded(report=report))

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader import exercise
 
 SHARE_ONE = 1 << 16
 """Shares are out of 65536: the 16 low bits of each element's random word pick its kind."""
@@ -77,11 +76,6 @@ def unpack(shares: int, shape: int) -> DrawMix:
                    wide=wide - subnormal, wide_exp0=shape & 0xFF, wide_exps=(shape >> 8) & 0xFF)
 
 
-X_MIX = DrawMix(half_range=exercise.INPUT_X_RANGE[1], **exercise.X_DRAW_SHARES)
-BIAS_MIX = DrawMix(half_range=exercise.INPUT_BIAS_RANGE[1], **exercise.BIAS_DRAW_SHARES)
-"""The exercise's draws of x and bias (grader.exercise: the ranges and the shares)."""
-
-
 def splitmix64(z: np.ndarray) -> np.ndarray:
     """splitmix64 of each uint64 of `z` (wrapping arithmetic, as the CUDA code's unsigned long long)."""
     with np.errstate(over="ignore"):
@@ -111,8 +105,3 @@ def draw(seed: int, n: int, mix: DrawMix, start: int = 0) -> np.ndarray:
     special = share < subnormal
     out[special] = bits[special].view(np.float32)
     return out
-
-
-def draw_inputs(x_seed: int, bias_seed: int, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
-    """The exercise's inputs of one launch: x float32 [rows, cols] (X_MIX) and bias float32 [cols] (BIAS_MIX)."""
-    return draw(x_seed, rows * cols, X_MIX).reshape(rows, cols), draw(bias_seed, cols, BIAS_MIX)

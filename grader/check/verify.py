@@ -1,6 +1,6 @@
 """Stage 4b, verify: run the submission at ragged shapes and compare with the float64 reference.
 
-Before anything is timed. The output is poisoned before the launch (exercise.POISON_WORD: an element never written
+Before anything is timed. The output is poisoned before the launch (grader.core.exercise.POISON_WORD: an element never written
 fails), every buffer has guard regions before and after it (a kernel that writes outside `out` fails), and the
 inputs are read back (a kernel that writes into x or bias fails, the input and its first changed element named):
 `GuardedRun`, which the reference kernels' gates use too. The reference is computed from the inputs as drawn, never
@@ -14,42 +14,45 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader import exercise
-from grader.source.contract import Contract
-from grader.gpu.device import Gpu, GuardedArray
+from grader.core import exercise
 from grader.core.errors import Stage, SubmissionError
-from grader.core.launch import DevicePtr, LaunchSpec, Param, address, bind
+from grader.core.exercise import Exercise, Problem
+from grader.core.launch import DevicePtr, LaunchSpec, bind
 from grader.core.model import ReportModel
-from grader.check.draws import BIAS_MIX, X_MIX, draw
-from grader.check.reference import bias_gelu, make_inputs
-from grader.check.mistakes import Mistake, match as match_mistake
+from grader.check.mistakes import Mistake
+from grader.gpu.device import Gpu, GuardedArray
+from grader.source.contract import Contract
 
 POISON = np.uint32(exercise.POISON_WORD)
 POISON_VALUE = float(POISON.view(np.float32))
-"""The output's contents before a checked launch (exercise.POISON_WORD)."""
+"""The output's contents before a checked launch (grader.core.exercise.POISON_WORD)."""
 
-TOLERANCE_TEXT = f"|got - ref| <= {exercise.ATOL:g} + {exercise.RTOL:g} * |ref|, NaN where ref is NaN"
+SIDES = ("end", "start")
+"""The runs after the guarded one, at each verification shape: each input of the exercise in turn ends, then
+starts, at unmapped memory."""
 
-FENCES = (("x", "end"), ("bias", "end"), ("x", "start"), ("bias", "start"))
-"""The runs after the guarded one, at each verification shape: which input ends (or starts) at unmapped memory."""
+
+def fences(ex: Exercise) -> tuple[tuple[str, str], ...]:
+    """(input, side) of the fenced runs, in order: every input ending at unmapped memory, then every one starting
+    there (bias_gelu: x end, bias end, x start, bias start)."""
+    return tuple((p.name, side) for side in SIDES for p in ex.inputs)
 
 
 class Mismatch(ReportModel):
-    """One wrong element: its (row, col), the kernel's value, the float64 reference and, where known, the inputs
-    it came from (x[row, col] and bias[col], float32)."""
+    """One wrong element: its (row, col) of the output [rows, cols], the kernel's value, the float64 reference
+    and, where known, the inputs it came from (`given`, float32 values by name: x[row, col] and bias[col]) and
+    how the exercise writes them (`given_text`: "x + bias = 1.5")."""
 
     row: int
     col: int
     got: float
     expected: float
-    x: float | None = None
-    bias: float | None = None
+    given: dict[str, float] = {}
+    given_text: str = ""
 
     def text(self) -> str:
         """'(row r, col c): x + bias = v: got g, expected e'."""
-        where = f"(row {self.row}, col {self.col})"
-        if self.x is not None and self.bias is not None:
-            where += f": x + bias = {np.float32(self.x) + np.float32(self.bias):.9g}"
+        where = f"(row {self.row}, col {self.col})" + (f": {self.given_text}" if self.given_text else "")
         return f"{where}: got {self.got:.9g}, expected {self.expected:.9g}"
 
 
@@ -76,46 +79,53 @@ class Verification(ReportModel):
     inputs_changed: list[str] = []
     first_changed: dict[str, int] = {}
     fenced: bool = False
-    tolerance: str = TOLERANCE_TEXT
+    tolerance: str = ""
     message: str = ""
     mistake: Mistake | None = None
 
 
-def compare(got: np.ndarray, ref: np.ndarray, inputs: tuple[np.ndarray, np.ndarray] | None = None) -> Verification:
-    """Compare float32 `got` [rows, cols] with float64 `ref` [rows, cols] under the exercise's tolerance.
+def compare(got: np.ndarray, ref: np.ndarray, ex: Exercise, inputs: dict[str, np.ndarray] | None = None,
+            problem: Problem | None = None) -> Verification:
+    """Compare float32 `got` [rows, cols] with float64 `ref` [rows, cols] under the exercise's tolerance
+    (Exercise.tolerance, per element; the ATOL + RTOL |ref| rule without `inputs`).
 
     Where ref is NaN (a NaN input) the element must be NaN; elsewhere it must be finite and within the tolerance.
-    inputs: (x float32 [rows, cols], bias float32 [cols]), to name the first bad element's input. Pure numpy.
+    inputs, problem: the inputs as drawn ({role: float32 array}) at `problem`, to compute the tolerance and name the
+    first bad element's inputs. Pure numpy.
     """
     rows, cols = ref.shape
+    label = problem.label if problem is not None else f"{rows} x {cols}"
     got = np.ascontiguousarray(got, dtype=np.float32)
     got64 = got.astype(np.float64)
     ref_nan = np.isnan(ref)
     finite = np.isfinite(got64)
     err = np.where(finite & ~ref_nan, np.abs(np.where(finite, got64, 0.0) - np.where(ref_nan, 0.0, ref)), 0.0)
-    tol = exercise.ATOL + exercise.RTOL * np.abs(np.where(ref_nan, 0.0, ref))
+    tol = (ex.tolerance(inputs, ref, problem) if inputs is not None and problem is not None
+           else ex.atol + ex.rtol * np.abs(np.where(ref_nan, 0.0, ref)))
+    tol = np.where(np.isnan(tol), np.inf, tol)
     ok = np.where(ref_nan, np.isnan(got64), finite & (err <= tol))
     n_bad = int((~ok).sum())
-    result = Verification(rows=rows, cols=cols, passed=n_bad == 0, total=ref.size, bad=n_bad,
+    result = Verification(rows=rows, cols=cols, passed=n_bad == 0, total=ref.size, bad=n_bad, tolerance=ex.tolerance_text,
                           not_finite=int((~finite & ~ref_nan).sum()),
                           unwritten=int((got.view(np.uint32) == POISON).sum()),
                           max_abs_error=float(err.max()) if err.size else 0.0,
                           max_tolerance_share=float((err / tol).max()) if err.size else 0.0)
     if not n_bad:
-        result.message = (f"correct at {rows} x {cols}: largest error {result.max_tolerance_share:.2g} of the "
-                          f"tolerance (tolerance {TOLERANCE_TEXT})")
+        result.message = (f"correct at {label}: largest error {result.max_tolerance_share:.2g} of the "
+                          f"tolerance (tolerance {ex.tolerance_text})")
         return result
     r, c = (int(v) for v in np.argwhere(~ok)[0])
     result.first_bad = Mismatch(row=r, col=c, got=float(got[r, c]), expected=float(ref[r, c]))
-    if inputs is not None:
-        result.first_bad.x, result.first_bad.bias = float(inputs[0][r, c]), float(inputs[1][c])
+    if inputs is not None and problem is not None:
+        given = ex.given(inputs, problem, r, c)
+        result.first_bad.given, result.first_bad.given_text = given, ex.given_text(given) if given else ""
     never = (f", {result.unwritten} never written (still the {POISON_VALUE:g} the output was filled with)"
              if result.unwritten else "")
     odd = f", {result.not_finite} NaN or inf where a number was expected" if result.not_finite else ""
     result.message = (
-        f"wrong output at {rows} x {cols}: first bad element {result.first_bad.text()}; {n_bad} of {ref.size} "
+        f"wrong output at {label}: first bad element {result.first_bad.text()}; {n_bad} of {ref.size} "
         f"elements bad{never}{odd}; largest error {result.max_tolerance_share:.3g} x its tolerance (tolerance "
-        f"{TOLERANCE_TEXT})")
+        f"{ex.tolerance_text})")
     return result
 
 
@@ -203,59 +213,60 @@ def guard_damage(arrays: dict) -> list[str]:
     return [f"{side} {name}" for name, a in arrays.items() for side in a.guard_damage()]
 
 
-def changed_text(first: dict[str, int], cols: int) -> str:
-    """'x (first changed element row 0, col 3), bias (first changed element col 0)' from flat float indices."""
-    parts = []
-    for name, i in first.items():
-        where = f"col {i}" if name == "bias" else f"row {i // cols}, col {i % cols}"
-        parts.append(f"{name} (first changed element {where})")
-    return ", ".join(parts)
+def changed_text(first: dict[str, int], ex: Exercise, problem: Problem) -> str:
+    """'x (first changed element row 0, col 3), bias (first changed element col 0)' from flat float indices
+    (Exercise.where names an element)."""
+    return ", ".join(f"{name} (first changed element {ex.where(name, i, problem)})" for name, i in first.items())
 
 
-def verify(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, rows: int, cols: int,
+def verify(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, ex: Exercise, problem: Problem,
            rng: np.random.Generator) -> Verification:
-    """Launch the submission (per `spec`, arguments per `contract`) at rows x cols on fresh inputs from `rng`
-    (grader.check.draws) and check everything: the output against float64, the guard regions, the inputs; then
-    again with each input ending, then starting, at unmapped memory (FENCES), where the GPU has a Fence.
+    """Launch the submission (per `spec`, arguments per `contract`) at `problem` of exercise `ex` on fresh inputs
+    (Exercise.draw, seeds from `rng`) and check everything: the output against the float64 reference, the guard
+    regions, the inputs; then again with each input ending, then starting, at unmapped memory (fences), where the
+    GPU has a Fence.
 
     Raises SubmissionError(Stage.RUN) if the kernel faults: a misaligned access at a shape whose rows are not
     16-byte aligned gets details naming that; a fault in a fenced run names the input it read outside of.
     """
-    x, bias = make_inputs(rng, rows, cols)
-    ref = bias_gelu(x, bias)
-    result = _checked_run(gpu, kernel, spec, contract, (x, bias), ref, None)
-    fence = gpu.fence(max(x.nbytes, bias.nbytes)) if result.passed else None
+    inputs = ex.draw(ex.seeds_from(rng), problem)
+    ref = ex.reference(inputs, problem)
+    result = _checked_run(gpu, kernel, spec, contract, ex, problem, inputs, ref, None)
+    fence = gpu.fence(max(a.nbytes for a in inputs.values())) if result.passed else None
     if fence is None:
         return result
-    for name, side in FENCES:
-        again = _checked_run(gpu, kernel, spec, contract, (x, bias), ref, (fence, name, side))
+    for name, side in fences(ex):
+        again = _checked_run(gpu, kernel, spec, contract, ex, problem, inputs, ref, (fence, name, side))
         if not again.passed:
             again.message = f"with {name} placed at the {side} of mapped memory: {again.message}"
             return again
     result.fenced = True
-    result.message += "; no read outside x or bias (each ended, then started, at unmapped memory)"
+    names = [p.name for p in ex.inputs]
+    result.message += (f"; no read outside {', '.join(names[:-1])} or {names[-1]}" if len(names) > 1
+                       else f"; no read outside {names[0]}") + " (each ended, then started, at unmapped memory)"
     return result
 
 
-def _checked_run(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, inputs: tuple[np.ndarray, np.ndarray],
-                 ref: np.ndarray, fenced: tuple[object, str, str] | None) -> Verification:
-    """One launch at ref's shape on `inputs`, checked; fenced = (fence, input name, side) places that input."""
-    x, bias = inputs
-    rows, cols = ref.shape
+def _checked_run(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, ex: Exercise, problem: Problem,
+                 inputs: dict[str, np.ndarray], ref: np.ndarray, fenced: tuple[object, str, str] | None
+                 ) -> Verification:
+    """One launch at `problem` on `inputs`, checked; fenced = (fence, input name, side) places that input."""
+    rows, cols, label = problem.rows, problem.cols, problem.label
+    out_name = ex.outputs[0].name
     with GuardedRun(gpu) as run:
         where = {fenced[1]: (fenced[0], fenced[2])} if fenced else {}
-        arrays = {"x": run.input("x", x.ravel(), where.get("x")), "bias": run.input("bias", bias, where.get("bias")),
-                  "out": run.output(x.size)}
-        bind(gpu, kernel, spec, rows, cols,
-             contract.launch_values({k: a.data for k, a in arrays.items()}, rows, cols))()
+        arrays = {name: run.input(name, host.ravel(), where.get(name)) for name, host in inputs.items()}
+        arrays[out_name] = run.output(problem.floats[out_name])
+        bind(gpu, kernel, spec, *problem.grid, contract.launch_values({k: a.data for k, a in arrays.items()}, problem))()
         try:
             gpu.sync()
         except SubmissionError as err:
-            raise _fault(err, rows, cols, fenced) from None
-        got = arrays["out"].read().reshape(rows, cols)
-        result = compare(got, ref, inputs)
-        if result.bad:  # which known mistake the output matches (grader.check.mistakes, issue 29)
-            result.mistake = match_mistake(x, bias, got, exercise.POISON_WORD)
+            raise _fault(err, ex, problem, fenced) from None
+        got = arrays[out_name].read().reshape(rows, cols)
+        result = compare(got, ref, ex, inputs, problem)
+        result.rows, result.cols = rows, cols
+        if result.bad:  # which known mistake the output matches (the exercise's, issue 29)
+            result.mistake = ex.mistake(inputs, got, problem)
             result.message += f"; {result.mistake.text}" if result.mistake else ""
         result.guard_damage = guard_damage(arrays)
         result.first_changed = {name: i // 4 for name, i in run.first_changes().items()}
@@ -263,26 +274,27 @@ def _checked_run(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, inputs:
     if result.guard_damage:
         result.passed = False
         result.message = (
-            f"{guard_text(result.guard_damage)} at {rows} x {cols}: is every store inside `if (col < cols)` "
-            "(or `i < n`)? " + result.message
+            f"{guard_text(result.guard_damage)} at {label}: is every store inside {ex.bounds_test}? " + result.message
         )
     elif result.inputs_changed:
         result.passed = False
-        result.message = (f"changed its input {changed_text(result.first_changed, cols)} at {rows} x {cols}: inputs "
+        result.message = (f"changed its input {changed_text(result.first_changed, ex, problem)} at {label}: inputs "
                           "are read-only. " + result.message)
     return result
 
 
-def _fault(err: SubmissionError, rows: int, cols: int, fenced: tuple[object, str, str] | None) -> SubmissionError:
+def _fault(err: SubmissionError, ex: Exercise, problem: Problem, fenced: tuple[object, str, str] | None
+           ) -> SubmissionError:
     """The error for a fault at rows x cols: in a fenced run, a read outside the input the run fenced (the same
     launch with every input inside a larger allocation ran cleanly just before); a misaligned access at a shape
     whose rows are not 16-byte aligned, that; else `err` as it is."""
+    rows, cols = problem.rows, problem.cols
     if fenced is not None:
         _, name, side = fenced
         past = "past the end" if side == "end" else "before the start"
-        test = "`if (col < cols)` (or `i < n`)" if side == "end" else "the index's lower bound"
+        test = ex.bounds_test if side == "end" else "the index's lower bound"
         return SubmissionError(Stage.RUN, (
-            f"read {past} of {name} at {rows} x {cols}: the kernel faulted ({err.fault}) when {name} "
+            f"read {past} of {name} at {problem.label}: the kernel faulted ({err.fault}) when {name} "
             f"{'ended' if side == 'end' else 'started'} at unmapped memory, after the same launch with {name} inside a "
             f"larger allocation ran; is every load of {name} inside {test}?"), err.details, err.fault)
     if err.fault == "CUDA_ERROR_MISALIGNED_ADDRESS" and cols % 4:
@@ -292,82 +304,3 @@ def _fault(err: SubmissionError, rows: int, cols: int, fenced: tuple[object, str
             "16-byte aligned (e.g. only when cols % 4 == 0), and a scalar path elsewhere."
         )
     return err
-
-
-CHECK = LaunchSpec((Param("x", "ptr"), Param("bias", "ptr"), Param("out", "ptr"), Param("out2", "ptr"),
-                    Param("rows", "u64"), Param("cols", "u64"), Param("x_seed", "u64"), Param("x_shares", "u64"),
-                    Param("x_shape", "i32"), Param("bias_seed", "u64"), Param("bias_shares", "u64"),
-                    Param("bias_shape", "i32"), Param("atol", "f64"), Param("rtol", "f64"), Param("counts", "ptr")),
-                   grid="stride")
-"""checkBiasGelu (grader/gpu/kernels/inputs.cu): a grid-stride pass over the output, one GPU-filling grid."""
-
-_UNSET = np.iinfo(np.uint64).max
-
-
-class DeviceCheck:
-    """Checks whole outputs on the GPU against a float64 reference computed there (grader/gpu/kernels/inputs.cu,
-    checkBiasGelu) from the inputs regenerated from their seeds (grader.check.draws), never from the buffers the
-    kernel was given: outputs of timed launches at the benchmark shape are checked without copying gigabytes to
-    the host, and a kernel that writes its inputs cannot make the expected side agree (it is named instead)."""
-
-    def __init__(self, gpu: Gpu) -> None:
-        from grader.gpu import kernels as grader_kernels
-
-        self.gpu = gpu
-        self.kernel = grader_kernels.load(gpu, "inputs.cu", ("checkBiasGelu",))["checkBiasGelu"]
-        self.counts = gpu.alloc(8 * 8)
-
-    def __call__(self, x, bias, out, rows: int, cols: int, seeds: tuple[int, int], label: str,
-                 second: tuple[object, str] | None = None) -> Verification:
-        """Check out [rows, cols] (a device buffer of float32) against GELU_erf(x + bias[col]) for x and bias as
-        drawn with seeds = (x seed, bias seed) (grader.check.draws.X_MIX, BIAS_MIX); x and bias (the device buffers
-        the kernel was given) are only compared with the draws, to name an input the kernel changed. `second`:
-        (another output of the same inputs, its label), checked in the same pass.
-
-        `label` names the launch in the message (e.g. 'timed launch 12'). Returns the first failed Verification
-        (out's, then second's), else out's. Raises SubmissionError(Stage.RUN) if an earlier kernel of the
-        submission faulted.
-        """
-        gpu = self.gpu
-        counts = address(self.counts)
-        gpu.upload(counts, np.array([0, _UNSET] * 4, dtype=np.uint64))
-        (xs, xshape), (bs, bshape) = X_MIX.packed(), BIAS_MIX.packed()
-        bind(gpu, self.kernel, CHECK, rows, cols, dict(
-            x=x, bias=bias, out=out, out2=second[0] if second else 0, rows=rows, cols=cols, x_seed=seeds[0],
-            x_shares=xs, x_shape=xshape, bias_seed=seeds[1], bias_shares=bs, bias_shape=bshape, atol=exercise.ATOL,
-            rtol=exercise.RTOL, counts=counts))()
-        bad, first, _, x_first, _, bias_first, bad2, first2 = (int(v) for v in gpu.download(counts, 8, np.uint64))
-        changed = {name: i for name, i in (("x", x_first), ("bias", bias_first)) if i != _UNSET}
-        result = self._result(out, rows, cols, seeds, label, bad, first, changed)
-        if result.passed and second is not None:
-            return self._result(second[0], rows, cols, seeds, second[1], bad2, first2, {})
-        return result
-
-    def _result(self, out, rows: int, cols: int, seeds: tuple[int, int], label: str, bad: int, first: int,
-                changed: dict[str, int]) -> Verification:
-        """The Verification of one checked output: `bad` elements, the first at flat index `first`, `changed`
-        the first changed element of each input."""
-        result = Verification(rows=rows, cols=cols, passed=not bad and not changed, total=rows * cols, bad=bad,
-                              inputs_changed=list(changed), first_changed=changed)
-        if result.passed:
-            result.message = f"{label} correct at {rows} x {cols} (checked on the GPU in float64)"
-            return result
-        told = (f"changed its input {changed_text(changed, cols)} during {label} at {rows} x {cols}: inputs are "
-                "read-only, and the check uses them as drawn, not as the kernel left them. ") if changed else ""
-        if not bad:
-            result.message = told.rstrip() + " (its output was right)"
-            return result
-        r, c = divmod(first, cols)
-        xv = float(draw(seeds[0], 1, X_MIX, start=first)[0])
-        bv = float(draw(seeds[1], 1, BIAS_MIX, start=c)[0])
-        got = float(self.gpu.download(address(out) + 4 * first, 1, np.float32)[0])
-        expected = float(bias_gelu(np.array([[xv]], np.float32), np.array([bv], np.float32))[0, 0])
-        result.first_bad = Mismatch(row=r, col=c, got=got, expected=expected, x=xv, bias=bv)
-        result.message = (
-            f"{told}wrong output of {label} at {rows} x {cols}: first bad element {result.first_bad.text()}; {bad} of "
-            f"{rows * cols} elements bad (tolerance {TOLERANCE_TEXT}). The output of every timed launch is checked, "
-            "on inputs redrawn between launches")
-        return result
-
-    def close(self) -> None:
-        self.counts.close()

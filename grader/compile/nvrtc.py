@@ -249,7 +249,7 @@ def _top_entries(ptx: str) -> list[tuple[str, str, int]]:
 
 
 def _demangled_base(mangled: str) -> str:
-    """The function name inside an Itanium-mangled name (`_Z13biasGeluFusedPKf...` -> biasGeluFused);
+    """The function name inside an Itanium-mangled name (`_Z6kernelPKf...` -> kernel);
     extern "C" names are returned unchanged. Used only to list kernels in a message."""
     if not mangled.startswith("_Z"):
         return mangled

@@ -172,6 +172,8 @@ class Exercise:
     """The bounds check a store outside the output or a read outside an input should have been inside."""
     wrong_output_kinds: tuple[str, ...] = ()
     """Hint kinds kept for a kernel whose output is wrong: those about what it computes, not how fast."""
+    asks_for_row: bool = False
+    """The exercise asks for the student's table row and sentence (the byte-count flags: grader.source.claims)."""
     bytes_text: str = ""
     """What the byte model counts, for the byte-count flags ("x read once, out written once")."""
     cached_text: str = ""
@@ -200,6 +202,10 @@ class Exercise:
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """The Problem of size `dims`."""
         raise NotImplementedError
+
+    def cached_bytes(self, problem: Problem) -> int:
+        """Bytes of the inputs the byte model leaves out at `problem` (cache-resident: cached_text says why)."""
+        return 0
 
     def bench_problem(self, free_bytes: int, l2_bytes: int) -> Problem:
         """The benchmark's Problem on a card with `free_bytes` of free memory and an L2 of `l2_bytes`; raises

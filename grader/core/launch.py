@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from grader import exercise
+from grader.core import exercise
 from grader.core.errors import Stage, SubmissionError
 
 GridKind = Literal["row", "flat", "stride"]
@@ -81,7 +81,7 @@ class LaunchSpec:
     elems_per_thread: int = 1
     stride_blocks: int | None = None
     cap: bool = False
-    values_per_elem: int = exercise.FLOATS_PER_ELEMENT
+    values_per_elem: int = exercise.COPY_FLOATS_PER_ELEMENT
     value_bytes: int = exercise.BYTES_PER_FLOAT
 
     @property

@@ -9,7 +9,7 @@ from pathlib import Path
 from grader.core.errors import InputError
 
 DEFAULT = "bias_gelu"
-"""The exercise `grade FILE` grades when none is named: the course page's biasGeluFused."""
+"""The exercise `grade FILE` grades when none is named: the course page's own exercise (bias_gelu)."""
 
 
 def names() -> tuple[str, ...]:
@@ -19,7 +19,11 @@ def names() -> tuple[str, ...]:
 
 
 def get(name: str = DEFAULT):
-    """The Exercise named `name` (its folder's EXERCISE). Raises InputError naming the exercises there are."""
+    """The Exercise named `name`: EXERCISE of its folder's exercise.py (or of its __init__.py). Raises InputError
+    naming the exercises there are."""
     if name not in names():
         raise InputError(f"no exercise {name!r}; the exercises are {', '.join(names())}")
-    return importlib.import_module(f"{__name__}.{name}").EXERCISE
+    package = importlib.import_module(f"{__name__}.{name}")
+    if hasattr(package, "EXERCISE"):
+        return package.EXERCISE
+    return importlib.import_module(f"{__name__}.{name}.exercise").EXERCISE

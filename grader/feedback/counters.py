@@ -34,7 +34,7 @@ tests/data/ncu/):
   gpu__time_duration.sum                      the launch's time (ncu runs with --clock-control none, so the
                                               card's own clocks: the same times the grading measured)
 
-Findings, against the byte model (grader.exercise: x read once, out written once, 8 bytes per element; the
+Findings, against the byte model (grader.exercises.bias_gelu: x read once, out written once, 8 bytes per element; the
 bias is one cols-float row read from cache):
 - measured over the model by more than MODEL_SLACK: which side (reads or writes) and the usual causes;
 - measured under what a correct kernel must move (what the 16-byte copy moved on each side, less
@@ -59,7 +59,8 @@ import tempfile
 from glob import glob
 from pathlib import Path
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.core.model import ReportModel
 from grader.core.procs import kill_group
 
@@ -162,7 +163,7 @@ class KernelCounters(ReportModel):
         stored once, 4 bytes, by one lane of a 32-thread warp request): 4 for float, 16 for float4."""
         if not self.st_requests or not self.elements:
             return None
-        return exercise.BYTES_PER_FLOAT * self.elements / self.st_requests / 32
+        return course.BYTES_PER_FLOAT * self.elements / self.st_requests / 32
 
     @property
     def instructions_per_elem(self) -> float | None:
@@ -217,7 +218,7 @@ class Counters(ReportModel):
 
     tool: str = ""
     kernels: list[KernelCounters] = []
-    model_bytes_per_elem: float = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    model_bytes_per_elem: float = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
     findings: list[str] = []
     unavailable: str = ""
     why: str = ""
@@ -413,7 +414,7 @@ PAGE_ANSWER = "page's answer, 4 B/thread"
 COPY_VEC4 = "copy, 16 B/thread"
 COPY_SCALAR = "copy, 1 float/thread"
 LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
-"""The labels of the child's three biasGeluFused launches in the order it makes them (grader.feedback.profiled): ncu
+"""The labels of the child's three launches of the exercise's kernel in the order it makes them (grader.feedback.profiled): ncu
 names them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
 _COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
 SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
@@ -448,7 +449,7 @@ def submission_counters(path: str, rows: int | None = None, cols: int | None = N
 
 
 def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Counters:
-    """The Counters of the child's profiled launches (`rows`, parse_csv's, in launch order): the biasGeluFused
+    """The Counters of the child's profiled launches (`rows`, parse_csv's, in launch order): the kernel'sed
     launches labelled by LAUNCH_ORDER, the copies by their kernel's name, each once; `elements` per launch is
     worked out from the 16-byte copy's grid, else taken as given."""
     n = _launched(rows) or elements
@@ -468,9 +469,9 @@ def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Cou
 
 
 def kernel_base(name: str) -> str:
-    """The function's own name in ncu's demangled "Kernel Name": "biasGeluFused" of
-    "biasGeluFused(const float *, ...)" and of a template's "void biasGeluFused<4>(const float *, ...)" (how ncu
-    names the model answer and the page's answer, templates of grader/gpu/kernels/chain.cu; on the H200 a
+    """The function's own name in ncu's demangled "Kernel Name": "kernel" of
+    "kernel(const float *, ...)" and of a template's "void kernel<4>(const float *, ...)" (how ncu
+    names the model answer and the page's answer, templates of grader/exercises/bias_gelu/chain.cu; on the H200 a
     startswith test missed both, so no hint had a reference to be measured against)."""
     head = name.split("(", 1)[0].split("<", 1)[0].strip()
     return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
@@ -483,7 +484,7 @@ def _launched(rows: list[dict[str, str]]) -> int:
         if _COPIES.get(kernel_base(row.get("Kernel Name", ""))) == COPY_VEC4:
             grid = [int(v) for v in row.get("Grid Size", "").strip("()").split(",") if v.strip().isdigit()]
             if grid:
-                return grid[0] * exercise.BLOCK * 4
+                return grid[0] * course.BLOCK * 4
     return 0
 
 
@@ -506,7 +507,7 @@ def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
     the copy was not measured). The copy is the yardstick because a correct kernel moves what it moves, and
     its measured writes sit under 4 (the L2 still holds dirty lines when a launch ends: up to the L2's size,
     1/16 of a buffer at the benchmark shape)."""
-    model = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    model = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
     side = model / 2
     read, write = yours.per_elem(yours.dram_read), yours.per_elem(yours.dram_write)
     if read is None or write is None:
@@ -548,7 +549,7 @@ def ideal_sectors(k: KernelCounters, side: str) -> float | None:
     (loads: x and a bias entry, 8 bytes; stores: out, 4) times elements per request, over 32 bytes a sector.
     4 for one float per thread, 16 for a float4."""
     requests = k.ld_requests if side == "ld" else k.st_requests
-    need = 2 * exercise.BYTES_PER_FLOAT if side == "ld" else exercise.BYTES_PER_FLOAT
+    need = 2 * course.BYTES_PER_FLOAT if side == "ld" else course.BYTES_PER_FLOAT
     if not requests or not k.elements:
         return None
     return need * k.elements / requests / SECTOR_BYTES

@@ -50,12 +50,13 @@ import re
 import struct
 from dataclasses import dataclass
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass
 from grader.feedback.launch_facts import MAX_WARPS_PER_SM, REGISTERS_PER_SM, register_limited_warps  # noqa: F401
 from grader.feedback.sass import SassFacts
 
-SCALAR_COPY_SHORT = exercise.GOLD
+SCALAR_COPY_SHORT = course.GOLD
 """The 4-byte-load hint is given when the one-float-per-thread copy reaches less than this fraction of the
 copy floor: then even a scalar kernel as fast as that copy cannot be gold. On the H200 it is 0.63 (2684
 against 4232 GB/s, issue 2); on the page's Tesla T4 the scalar copy is the floor (fraction 1) and no hint

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
 from grader.feedback.worth import Hint
@@ -148,7 +149,7 @@ def _vector(accesses: tuple[Access, ...], roles: dict[int, str]) -> tuple[int, l
     if not to_out:
         return 1, []
     widest = max(a.nbytes for a in to_out)
-    return max(1, widest // exercise.BYTES_PER_FLOAT), [a for a in to_out if a.nbytes == widest]
+    return max(1, widest // course.BYTES_PER_FLOAT), [a for a in to_out if a.nbytes == widest]
 
 
 def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kernel: str) -> Hint | None:
@@ -229,7 +230,7 @@ def _blocks(spec: LaunchSpec, arch: str, regs: int | None) -> Hint | None:
     wpb = -(-spec.block // 32)
     if cap * wpb >= most or per_sm >= most:
         return None
-    fixed = warps_per_sm(exercise.BLOCK, arch, regs) or most
+    fixed = warps_per_sm(course.BLOCK, arch, regs) or most
     if fixed <= per_sm:
         return None
     text = (f"blocks of {spec.block} threads are too small (from the launch): an {arch} SM holds at most {cap} "

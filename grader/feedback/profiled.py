@@ -7,13 +7,13 @@ benchmark shape; by default the benchmark shape of this card), then launches, on
 (LAUNCHES), with the grader's own launch code (grader.core.launch), so the profiled launches are the graded ones:
 
   1. the submission;
-  2. the exercise's model answer, biasGeluFused<4> of grader/gpu/kernels/chain.cu (grader.timing.page_kernels: a row
+  2. the exercise's model answer, KERNEL<4> of grader/exercises/bias_gelu/chain.cu (grader.exercises.bias_gelu.page_kernels: a row
      grid, one float4 per thread): what a kernel with 16-byte accesses needs;
-  3. the page's answer, biasGeluFused<1> (a row grid, one float per thread): what a kernel with 4-byte accesses
+  3. the page's answer, KERNEL<1> (a row grid, one float per thread): what a kernel with 4-byte accesses
      needs;
   4. the 16-byte copy (copyVec4), 5. the one-float copy (copyScalar).
 
-ncu names all three biasGeluFused launches alike, so grader.feedback.counters tells them apart by this order (ncu
+ncu names all three launches of the kernel alike, so grader.feedback.counters tells them apart by this order (ncu
 reports launches in the order they were made; grader.feedback.counters.LAUNCH_ORDER). Prints one JSON line of what it
 launched, which nobody reads (ncu's log is the record; the profiled kernel's printf shares this stdout).
 """
@@ -24,12 +24,12 @@ import argparse
 import json
 import sys
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
 from grader.feedback.counters import MODEL, PAGE_ANSWER
 from grader.gpu.device import open_gpu
 from grader.core.launch import bind
-from grader.timing.page_kernels import PAGE, WIDE, chain_kernels, load_chain
+from grader.exercises.bias_gelu.page_kernels import PAGE, WIDE, chain_kernels, load_chain
 from grader.source.signature import check_params, source_signature
 from grader.source.read import read_submission
 from grader.timing.timer import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor, InputFiller, bench_shape
@@ -40,7 +40,7 @@ LAUNCHES = (exercise.KERNEL_NAME, MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)
 
 def references(gpu) -> dict[str, tuple[object, object]]:
     """The model answer and the page's answer compiled for `gpu` and loaded: {label: (Kernel, LaunchSpec)}."""
-    defs = {MODEL: chain_kernels(WIDE)["biasGeluFused"], PAGE_ANSWER: chain_kernels(PAGE)["biasGeluFused"]}
+    defs = {MODEL: chain_kernels(WIDE)[exercise.KERNEL_NAME], PAGE_ANSWER: chain_kernels(PAGE)[exercise.KERNEL_NAME]}
     loaded = load_chain(gpu, list(defs.values()))
     return {label: (loaded[d.expr], d.spec) for label, d in defs.items()}
 

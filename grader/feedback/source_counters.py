@@ -5,12 +5,12 @@ sectors where 4 would do" and judge each instruction against its own width (a ca
 apart across a warp, is 4 times its ideal sectors but no DRAM traffic: not "scattered").
 
 One more profiled run of the child grader.feedback.profiled (the same compile, with line information), its first
-biasGeluFused launch only (the submission's), with the SourceCounters section (per-instruction counters, by
+launch of the exercise's kernel only (the submission's), with the SourceCounters section (per-instruction counters, by
 patching the code: ncu replays the launch), and LaunchStats and Occupancy (whose guided-analysis rules the tests
 compare with the grader's hints), exported to a report file, then printed twice from it:
 
   ncu --section SourceCounters --section LaunchStats --section Occupancy --cache-control all --clock-control none
-      --kernel-name biasGeluFused --launch-count 1 --export R CHILD...
+      --kernel-name KERNEL --launch-count 1 --export R CHILD...
   ncu --import R.ncu-rep --csv --page source --print-source sass      (SOURCE_COLUMNS, one row per instruction)
   ncu --import R.ncu-rep --csv --page details                         (RULE_COLUMNS, the rules' results)
 
@@ -33,7 +33,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.feedback import counters as ncu
 from grader.feedback.counters import CountersUnavailable, InstructionCounters
 from grader.feedback.launch_facts import buffer, param_roles
@@ -133,7 +133,7 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
 
 def run_source(child: list[str], timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None, on_start=None
                ) -> tuple[str, str]:
-    """Profile the first biasGeluFused launch of `child` (an argv, grader.feedback.counters.profiled_child) with
+    """Profile the first launch of the exercise's kernel in `child` (an argv, grader.feedback.counters.profiled_child) with
     SECTIONS and return (the source page's CSV, the details page's CSV) (module docstring). Raises
     CountersUnavailable with the reason (no ncu, no permission, a failed or timed-out run)."""
     path = ncu_path or ncu.find_ncu()

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader import exercise
+from grader.core import exercise
 from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
 from grader.core.model import ReportModel
 
@@ -176,7 +176,7 @@ def measured(counters: Counters | None, times: Times | None) -> Measured | None:
 
 
 MODEL_FLOATS = 4
-"""Floats per thread of the model answer (biasGeluFused<4>); the page's answer moves one."""
+"""Floats per thread of the model answer (the exercise's kernel at 4 floats per thread); the page's answer moves one."""
 
 
 def ref_instructions(counters: Counters, width: float | None, ref: KernelCounters) -> float | None:

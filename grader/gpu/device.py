@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel
 
-from grader import exercise
+from grader.core import exercise
 from grader.gpu.clocks import ClockLimits, ClockSample, reason_names
 from grader.compile.nvrtc import Compiled
 from grader.core.errors import GraderError, GraderFault, NoGpuError, Stage, SubmissionError

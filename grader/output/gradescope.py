@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from grader import exercise
+from grader.core import exercise
 from grader.core.errors import NOT_GRADED, Stage
 from grader.output.report import GradeReport
 

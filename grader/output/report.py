@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import field_validator
 from tabulate import tabulate
 
-from grader import exercise
+from grader.core import exercise
 from grader.source.claims import NOTE_KINDS, Flag
 from grader.source.contract import Contract
 from grader.gpu.clocks import Clocks
@@ -53,12 +53,14 @@ class CompileSummary(ReportModel):
 
 
 class ByteModel(ReportModel):
-    """Bytes the grade counts per element, and what is not counted and why."""
+    """Bytes the grade counts per element, and what is not counted and why (the exercise's: Exercise.bytes_text,
+    cached_text); `cached_bytes`: the size of what is not counted at the benchmark shape (None: not timed)."""
 
-    floats_per_elem: int = exercise.FLOATS_PER_ELEMENT
-    bytes_per_elem: int = exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
-    counted: str = "x read once, out written once"
-    not_counted: str = "bias: one cols-float vector read by every row from cache"
+    floats_per_elem: int = exercise.COPY_FLOATS_PER_ELEMENT
+    bytes_per_elem: int = exercise.COPY_FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT
+    counted: str = ""
+    not_counted: str = ""
+    cached_bytes: int | None = None
 
 
 class ProgramSummary(ReportModel):
@@ -77,7 +79,7 @@ class GradeReport(ReportModel):
     was timed, so no speed verdict is given: grader.timing.contention). `fraction` is the submission's GB/s over the
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
-    exercise's chain with the student's kernel in it (grader.timing.chain: the student's part-3 rows beside the page's
+    exercise's chain with the student's kernel in it (grader.exercises.bias_gelu.chain: the student's part-3 rows beside the page's
     staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds what Nsight Compute
     measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters; never part of the
     verdict). `hints` are ranked by the time each explains, with its estimate (grader.feedback.worth). `kernel_output`
@@ -90,7 +92,8 @@ class GradeReport(ReportModel):
     schema_version: int = SCHEMA_VERSION
     file: str
     sha256: str = ""
-    kernel: str = exercise.KERNEL_NAME
+    exercise: str = ""
+    kernel: str = ""
     verdict: Verdict
     reason: str
     details: str = ""
@@ -278,8 +281,8 @@ def _evidence_lines(r: GradeReport) -> list[str]:
         out.append(f"Program: {r.program.summary}.")
     bm = r.byte_model
     bias_note = bm.not_counted
-    if r.bench_cols:
-        bias_note += f" ({r.bench_cols * exercise.BYTES_PER_FLOAT / 1024:.0f} KiB at the benchmark shape)"
+    if bm.cached_bytes:
+        bias_note += f" ({bm.cached_bytes / 1024:.0f} KiB at the benchmark shape)"
     out.append(f"Byte model: {bm.floats_per_elem} floats per element = {bm.bytes_per_elem} bytes ({bm.counted}); "
                f"not counted: {bias_note}.")
     if r.bench_rows:

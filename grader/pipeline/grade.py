@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader import exercise
+from grader import exercises
+from grader.core import exercise
+from grader.core.exercise import Exercise
 from grader.core.version import __version__
 from grader.compile import sandbox
 from grader.gpu.capture import Captured, capture_stdout
@@ -22,13 +24,12 @@ from grader.source.claims import byte_count_flags
 from grader.compile.nvrtc import DEFAULT_ARCH, Compiled, compile_kernels
 from grader.source.contract import Contract
 from grader.gpu.device import Gpu, GpuInfo, open_gpu
-from grader.timing.chain import chain_table
 from grader.core.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
 from grader.feedback.hints import code_hints
 from grader.feedback.launch_facts import division_facts, launch_hints
 from grader.core.launch import LaunchSpec
 from grader.timing.measure import Measurement, measure
-from grader.output.report import CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
+from grader.output.report import ByteModel, CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
 from grader.feedback.sass import Reading
 from grader.source.signature import check_params, source_signature
 from grader.source.read import Submission, read_submission
@@ -89,12 +90,14 @@ class Outcome:
     printed: Captured = field(default_factory=Captured)
     stopped: SubmissionError | WrongOutput | Busy | None = None
     sass: Reading | None = None
+    ex: Exercise | None = None
 
 
 def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, device_id: int = 0,
-               on_stage: Callable[[Stage], None] | None = None) -> GradeReport:
+               on_stage: Callable[[Stage], None] | None = None, exercise_name: str = exercises.DEFAULT) -> GradeReport:
     """Grade one submission file end to end and return its report.
 
+    exercise_name: the exercise the file answers (grader.exercises.names(); default: the page's own exercise).
     arch: compile target when no GPU is present (default sm_90); with a GPU its own arch is used.
     seed: replay a run's inputs (default: drawn from the OS's secure random source).
     on_stage: called with each of grader.core.errors.PROGRESS as that stage starts (grader.batch.worker times phases
@@ -106,13 +109,15 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     verdict "error" or "fail".
     """
     stage = on_stage or (lambda _name: None)
+    ex = exercises.get(exercise_name)
     require_cuda()
     stage(Stage.READ)
     try:
-        sub = read_submission(path)
+        sub = read_submission(path, ex)
     except SubmissionError as err:  # read, but refused (an include form): a report, like every other refusal
-        return error_report(str(path), err.stage, str(err), err.details, versions=versions())
-    out = Outcome(file=str(path), sub=sub, seed=secrets.randbits(63) if seed is None else seed)
+        return error_report(str(path), err.stage, str(err), err.details, versions=versions(), exercise=ex.name,
+                            kernel=ex.kernel_name, byte_model=byte_model(ex))
+    out = Outcome(file=str(path), sub=sub, seed=secrets.randbits(63) if seed is None else seed, ex=ex)
     gpu = None
     stage(Stage.CONTEXT)
     try:
@@ -124,12 +129,12 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     check_arch(out.target, gpu.info.name if gpu else None)
     try:
         stage(Stage.COMPILE)
-        out.compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), out.target,
+        out.compiled = compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), out.target,
                                        lineinfo=True)
-        info = out.compiled.kernels[exercise.KERNEL_NAME]
+        info = out.compiled.kernels[ex.kernel_name]
         out.sass = Reading(out.compiled.cubin, info.mangled)  # the disassembler runs while the GPU works
         widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
-                              source_signature(sub.text, exercise.KERNEL_NAME), exercise.KERNEL_NAME)
+                              source_signature(sub.text, ex.kernel_name), ex.kernel_name)
         if gpu is not None:
             with capture_stdout(out.printed):  # a kernel's printf must not reach the report's stream
                 _run_on_gpu(gpu, sub.contract.launch_spec(widths), out, stage)
@@ -141,8 +146,8 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
 def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage], None]) -> None:
     """Load, verify at every shape, then measure; each result goes into `out`. Raises what the stages raise."""
     stage(Stage.VERIFY)
-    contract = out.sub.contract
-    kernel = gpu.load(out.compiled)[exercise.KERNEL_NAME]
+    contract, ex = out.sub.contract, out.ex
+    kernel = gpu.load(out.compiled)[ex.kernel_name]
     out.limits = gpu.kernel_limits(kernel)
     check_launch_fits(out.limits, contract)
     sizes = tuple(gpu.param_sizes(kernel))
@@ -152,15 +157,15 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
                           "from the cubin's metadata (grader.compile.cubin): the grader misread the cubin, so nothing is "
                           "judged; report it to the course staff with the file")
     rng = np.random.default_rng(out.seed)
-    for rows, cols in (exercise.VERIFY_SHAPE, *exercise.EXTRA_SHAPES):
-        v = verify(gpu, kernel, spec, contract, rows, cols, rng)
+    for dims in ex.verify_dims:
+        v = verify(gpu, kernel, spec, contract, ex, ex.problem(dims), rng)
         out.verification.append(v)
         if not v.passed:
             raise WrongOutput(v)
     stage(Stage.TIME)
-    out.measurement = measure(gpu, kernel, spec, contract.launch_values, rng)
+    out.measurement = measure(gpu, kernel, spec, contract.launch_values, ex, rng)
     try:
-        out.chain = chain_table(gpu, kernel, spec, contract.launch_values, rng=rng)
+        out.chain = ex.chain(gpu, kernel, spec, contract.launch_values, rng)
     except (WrongOutput, SubmissionError):  # the kernel's own output or fault: graded as in the measurement
         raise
     except GraderError as err:  # the chain is shown, never graded: its failure is a note
@@ -185,7 +190,9 @@ def assemble(out: Outcome) -> GradeReport:
     kernel output, and the flags and hints, which never change the verdict."""
     sub = out.sub
     program = sub.program
-    report = GradeReport(file=out.file, sha256=sub.sha256, verdict="error", reason="", seed=out.seed,
+    ex = out.ex
+    report = GradeReport(file=out.file, sha256=sub.sha256, exercise=ex.name, kernel=ex.kernel_name,
+                         byte_model=byte_model(ex), verdict="error", reason="", seed=out.seed,
                          versions=versions(), contract=sub.contract, sandbox=sandbox.state().describe(),
                          program=ProgramSummary(summary=program.summary(), kept=list(program.kept),
                                                 ignored=list(program.ignored))
@@ -193,7 +200,7 @@ def assemble(out: Outcome) -> GradeReport:
                          gpu=out.gpu, verification=list(out.verification),
                          kernel_output=out.printed.lines, kernel_output_dropped=out.printed.dropped)
     if out.compiled is not None:
-        report.compile = _compile_summary(out.compiled, out.target, out.limits)
+        report.compile = _compile_summary(out.compiled, ex.kernel_name, out.target, out.limits)
     err = out.stopped
     m = out.measurement if err is None else None  # a kernel stopped after its timing (the chain) shows no number
     if isinstance(err, WrongOutput):
@@ -224,13 +231,21 @@ def assemble(out: Outcome) -> GradeReport:
         report.fraction_of_scalar_copy, report.borderline = m.fraction_of_scalar_copy, m.borderline
         report.clocks = m.clocks
         report.chain, report.chain_note = out.chain, out.chain_note
+        report.byte_model.cached_bytes = ex.cached_bytes(ex.problem(m.dims))
     if out.compiled is not None:
-        report.hints, report.flags = hints_for(out.compiled, report, out.sass), _flags(sub.contract, m)
+        report.hints = hints_for(out.compiled, report, out.sass, ex)
+        report.flags = _flags(sub.contract, m) if ex.asks_for_row else []
     return report
 
 
-def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) -> CompileSummary:
-    info = compiled.kernels[exercise.KERNEL_NAME]
+def byte_model(ex: Exercise) -> ByteModel:
+    """The report's byte model of exercise `ex`: its floats per element and what it counts and leaves out."""
+    return ByteModel(floats_per_elem=ex.floats_per_element, bytes_per_elem=ex.floats_per_element * exercise.BYTES_PER_FLOAT,
+                     counted=ex.bytes_text, not_counted=ex.cached_text)
+
+
+def _compile_summary(compiled: Compiled, kernel: str, target: str, limits: dict[str, int]) -> CompileSummary:
+    info = compiled.kernels[kernel]
     summary = CompileSummary(arch=target, registers=info.registers, spill_stores=info.spill_stores,
                              spill_loads=info.spill_loads, stack_frame=info.stack_frame,
                              warnings=list(compiled.warnings), warnings_dropped=compiled.warnings_dropped,
@@ -242,18 +257,21 @@ def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int]) ->
     return summary
 
 
-def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None = None) -> list[Hint]:
+def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None = None, ex: Exercise | None = None
+              ) -> list[Hint]:
     """`report`'s hints for the kernel in `compiled`: from the machine code (`reading`, the disassembly started
     after compiling; None: read here), or the PTX without a disassembler (grader.feedback.hints), with the report's
     measured copies for the 4-byte-load hint, and the static launch facts at the report's benchmark shape, on its
     GPU (grader.feedback.launch_facts); ranked by what fixing each is worth (rank_hints). A wrong output gets the
-    known mistake it matches and the hints about correctness alone (WRONG_OUTPUT_KINDS): no speed hint."""
-    info = compiled.kernels[exercise.KERNEL_NAME]
+    known mistake it matches and the hints about correctness alone (Exercise.wrong_output_kinds): no speed hint.
+    ex: the report's exercise (default: the one it names)."""
+    ex = ex or exercises.get(report.exercise or exercises.DEFAULT)
+    info = compiled.kernels[ex.kernel_name]
     reading = reading or (Reading(compiled.cubin, info.mangled) if compiled.cubin else None)
     one = next((r for r in report.table if r.version == FLOOR_SCALAR), None)
     found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
                        floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
-                       cubin=compiled.cubin, arch=compiled.arch, reading=reading)
+                       cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name)
     facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
@@ -263,21 +281,13 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     wrong = [v.mistake for v in report.verification if not v.passed and v.mistake is not None]
     if report.verdict == "fail" and report.stage == Stage.VERIFY:
         report.hints = [Hint(text=w.text, kind="mistake") for w in wrong[-1:]] + \
-            [h for h in report.hints if h.kind in WRONG_OUTPUT_KINDS]
+            [h for h in report.hints if h.kind in ex.wrong_output_kinds]
     else:
         try:
-            report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape)
+            report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape, kernel=ex.kernel_name)
         except Exception:  # noqa: BLE001 - advice only: a fact that cannot be read is left out, never the grading
             pass
     return rank_hints(report)
-
-
-WRONG_OUTPUT_KINDS = ("tanh",)
-"""Hints kept for a kernel whose output is wrong: those about what it computes, not how fast (issue 29)."""
-
-
-SLOW_HINT = ("correct but slow: look at your bias index first, then at the width of your loads and stores "
-             "(the page's Check)")
 
 
 def times_of(report: GradeReport) -> Times | None:
@@ -286,19 +296,20 @@ def times_of(report: GradeReport) -> Times | None:
     if report.stage != Stage.GRADE or report.verdict not in ("gold", "silver", "fail") or not report.table:
         return None
     ms = {row.version: row.ms for row in report.table}
-    if exercise.KERNEL_NAME not in ms or report.floor_version not in ms or FLOOR_SCALAR not in ms:
+    kernel = report.kernel or report.table[0].version
+    if kernel not in ms or report.floor_version not in ms or FLOOR_SCALAR not in ms:
         return None
-    return Times(kernel=ms[exercise.KERNEL_NAME], floor=ms[report.floor_version], one_float=ms[FLOOR_SCALAR])
+    return Times(kernel=ms[kernel], floor=ms[report.floor_version], one_float=ms[FLOOR_SCALAR])
 
 
 def rank_hints(report: GradeReport) -> list[Hint]:
     """`report`'s hints ranked by what fixing each is worth (grader.feedback.worth.rank), from its times and, where they
-    were measured, its counters; a failed kernel with no hint at all gets SLOW_HINT."""
+    were measured, its counters; a failed kernel with no hint at all gets its exercise's slow_hint."""
     c = report.counters
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
     hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
-        hints.append(Hint(text=SLOW_HINT, kind="slow"))
+        hints.append(Hint(text=exercises.get(report.exercise or exercises.DEFAULT).slow_hint, kind="slow"))
     return hints
 
 
@@ -316,7 +327,10 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     why = counters_wanted(report, asked, when_slow)
     if not why:
         return
-    blocked = verdict_allows(report)
+    ex = exercises.get(report.exercise or exercises.DEFAULT)
+    blocked = verdict_allows(report) or ("" if ex.profiled() else
+                                         f"not measured: the counters' profiled launches exist for "
+                                         f"{exercises.DEFAULT} only, not yet for the {ex.name} exercise")
     if blocked:
         report.counters = Counters(unavailable=blocked)
     else:

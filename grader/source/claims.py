@@ -20,7 +20,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from grader import exercise
+from grader.core import exercise as course
+from grader.exercises import bias_gelu as exercise
 from grader.source.lexer import COMMENT, OPEN_COMMENT, Spliced, normalize, tokens
 from grader.core.model import ReportModel
 
@@ -239,7 +240,7 @@ def byte_count_flags(
         flags = [Flag(
             kind="row-missing",
             message="no table row found; add your part-3 row from your own run as a comment, in the page's "
-                    "form: `// biasGeluFused 1 2 MS GB/S X_COPY` (or `// grade: row = ...`)",
+                    f"form: `// {exercise.KERNEL_NAME} 1 2 MS GB/S X_COPY` (or `// grade: row = ...`)",
             student="no row", grader=own_row)]
     else:
         flags = [*_malformed(row, own_row), *_byte_count(row, cols), *_consistency(row, rows, cols),
@@ -303,7 +304,7 @@ def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:
     if f is None or f == exercise.FLOATS_PER_ELEMENT:
         return []
     grader = (f"{exercise.FLOATS_PER_ELEMENT} floats/elem = "
-              f"{exercise.FLOATS_PER_ELEMENT * exercise.BYTES_PER_FLOAT} bytes (x read once, out written once)")
+              f"{exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT} bytes (x read once, out written once)")
     if f < exercise.FLOATS_PER_ELEMENT:
         return [Flag(
             kind="low-byte-count",
@@ -313,11 +314,11 @@ def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:
             student=f"{f:g} floats/elem", grader=grader)]
     inflate = f"counting {f:g} inflates GB/s by {f / exercise.FLOATS_PER_ELEMENT:g}x without moving the kernel"
     if math.isclose(f, 3):
-        here = (f"; {cols * exercise.BYTES_PER_FLOAT / 1024:g} KiB at the graded {cols} columns"
+        here = (f"; {cols * course.BYTES_PER_FLOAT / 1024:g} KiB at the graded {cols} columns"
                 if cols else "")
         message = (
             "3 floats per element counts the bias as 4 bytes per element. The bias is one vector of cols "
-            f"floats, cols x 4 bytes ({PAGE_COLS * exercise.BYTES_PER_FLOAT // 1024} KiB on the page's "
+            f"floats, cols x 4 bytes ({PAGE_COLS * course.BYTES_PER_FLOAT // 1024} KiB on the page's "
             f"{PAGE_COLS} columns{here}), read once per row from cache, not 4 bytes per element of DRAM "
             f"traffic; {inflate} (the page's Pitfalls)")
     elif math.isclose(f, 4):
@@ -332,7 +333,7 @@ def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:
 
 def implied_gbs(floats_per_elem: float, ms: float, rows: int, cols: int) -> float:
     """GB/s (1e9 bytes/s) of floats_per_elem x 4 bytes x rows x cols moved in ms milliseconds."""
-    return floats_per_elem * exercise.BYTES_PER_FLOAT * rows * cols / (ms * 1e-3) / 1e9
+    return floats_per_elem * course.BYTES_PER_FLOAT * rows * cols / (ms * 1e-3) / 1e9
 
 
 def _consistency(row: StudentRow, rows: int | None, cols: int | None) -> list[Flag]:
@@ -347,13 +348,13 @@ def _consistency(row: StudentRow, rows: int | None, cols: int | None) -> list[Fl
     implied = [(where, r, c, implied_gbs(f, ms, r, c)) for where, r, c in shapes]
     if any(abs(g / gbs - 1) <= tol for *_, g in implied):
         return []
-    elements = gbs * 1e9 * ms * 1e-3 / (f * exercise.BYTES_PER_FLOAT)
+    elements = gbs * 1e9 * ms * 1e-3 / (f * course.BYTES_PER_FLOAT)
     at = " and ".join(f"{g:.1f} GB/s at {where} {r} x {c}" for where, r, c, g in implied)
     return [Flag(
         kind="row-inconsistent",
         message=(f"your row's ms, GB/s and floats/elem disagree at every shape it could have been measured at "
                  f"(tolerance {100 * tol:.1f}%): GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9. "
-                 f"Together they imply {elements:,.0f} elements ({elements * exercise.BYTES_PER_FLOAT / 2**20:,.1f} "
+                 f"Together they imply {elements:,.0f} elements ({elements * course.BYTES_PER_FLOAT / 2**20:,.1f} "
                  "MiB per buffer). If you timed another shape, give the row for the page's "
                  f"{PAGE_ROWS} x {PAGE_COLS} or for the graded shape"),
         student=f"{f:g} floats/elem, {ms:g} ms, {gbs:g} GB/s",
@@ -445,10 +446,10 @@ def _physical_lines(src: Spliced, a: int, b: int) -> list[tuple[int, str]]:
 
 
 def find_row(text: str) -> StudentRow | None:
-    """The student's part-3 row from a plain comment, in any layout the page prints: `biasGeluFused 1 2 0.4881
+    """The student's part-3 row from a plain comment, in any layout the page prints: `KERNEL 1 2 0.4881
     4124.5`, with or without `|` separators (a markdown table row too), with or without an x copy column
     (`0.96`, `0.96x`, `0.96 x copy`) and units (`ms`, `GB/s`). The label must be the kernel's own name (the
-    chain's `biasGeluFused + addResidual` row is not the kernel's row). The first line that parses wins; else
+    chain's `KERNEL + addResidual` row is not the kernel's row). The first line that parses wins; else
     the first that starts like one (the label, then two numbers or more) is returned with its `problem`; None
     when no comment holds one."""
     candidate = None
@@ -483,7 +484,7 @@ def _starts_like_a_row(fields: list[str]) -> bool:
 
 def _row_like(body: str) -> bool:
     """Whether a comment line is (or starts like) the kernel's table row, not a sentence that begins with the
-    kernel's name ("biasGeluFused reached 97.9% of ...")."""
+    kernel's name ("KERNEL reached 97.9% of ...")."""
     found = _row_fields(body)
     return found is not None and _starts_like_a_row(found[1])
 

@@ -9,7 +9,7 @@ an input error, so that a declaration is never silently ignored:
     // grade: grid = row                          row | flat | stride [BLOCKS]
     // grade: block = 256                         threads per block
     // grade: elems_per_thread = 4                elements each thread handles
-    // grade: row = biasGeluFused | 1 | 2 | 0.512 | 4191.0
+    // grade: row = KERNEL | 1 | 2 | 0.512 | 4191.0
     // grade: claim = It reached 0.97 of the copy floor; it cannot exceed 1 because ...
 
 With nothing declared, the launch is the page's: params x, bias, out, cols; grid (ceil(cols / 256), rows)
@@ -20,7 +20,7 @@ The grids (row, flat, stride) are grader.core.launch's; `Contract.launch_spec` t
 
 `row` is the student's table row in the page's part-3 format (version | kernels | floats/elem | ms |
 GB/s, optionally | x copy); `claim` is the one sentence the exercise asks for. Both may also be plain comments
-in the page's own form (grader.source.claims.find_row, find_claim): `// biasGeluFused 1 2 0.4881 4124.5` and
+in the page's own form (grader.source.claims.find_row, find_claim): `// KERNEL 1 2 0.4881 4124.5` and
 `// It reached 0.96 of the copy floor ...`; a `// grade:` line wins over a plain comment. Both are stored for
 the byte-count flags; a missing or malformed row is reported, never fatal.
 """
@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import re
 
-from grader import exercise
+from grader.core import exercise
+from grader.core.exercise import Exercise, Problem
 from grader.source.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
 from grader.core.errors import InputError
 from grader.core.launch import GridKind, LaunchSpec, Param, integer_param
 from grader.source.lexer import COMMENT, LITERALS, OPEN_COMMENT, Spliced, normalize, tokens
 from grader.core.model import ReportModel
 
-POINTER_ROLES = ("x", "bias", "out")
-INTEGER_ROLES = ("rows", "cols", "n")
-ROLES = POINTER_ROLES + INTEGER_ROLES
 KEYS = ("params", "grid", "block", "elems_per_thread", "row", "claim")
 
 _DECIMAL_WHOLE = re.compile(r"0|[1-9][0-9]*")
@@ -51,43 +49,48 @@ _LOOKALIKE = re.compile(
 
 
 class Contract(ReportModel):
-    """How to launch the submission, plus the student's declared row and claim (both optional)."""
+    """How to launch the submission, plus the student's declared row and claim (both optional). `pointers` maps
+    each pointer role of the exercise to its C type (the rest of `params` are integers); parse_contract fills the
+    exercise's defaults (grader.core.exercise.Exercise.default_params, default_grid, ...) where nothing is
+    declared."""
 
-    params: tuple[str, ...] = exercise.DEFAULT_PARAMS
-    grid: GridKind = exercise.DEFAULT_GRID
+    params: tuple[str, ...] = ()
+    pointers: dict[str, str] = {}
+    grid: GridKind = "row"
     stride_blocks: int | None = None
     block: int = exercise.BLOCK
-    elems_per_thread: int = exercise.DEFAULT_ELEMS_PER_THREAD
+    elems_per_thread: int = 1
     declared: tuple[str, ...] = ()
     row: StudentRow | None = None
     claim: StudentClaim | None = None
 
     def signature(self) -> str:
         """The expected parameter list, e.g. '(const float* x, const float* bias, float* out, <int> cols)'."""
-        kinds = {"x": "const float*", "bias": "const float*", "out": "float*"}
-        return "(" + ", ".join(f"{kinds.get(p, 'int|size_t')} {p}" for p in self.params) + ")"
+        return "(" + ", ".join(f"{self.pointers.get(p, 'int|size_t')} {p}" for p in self.params) + ")"
 
     def launch_spec(self, widths: tuple[int, ...]) -> LaunchSpec:
         """The submission's launch: the declared params with the integer widths the compiled kernel has
         (`widths`, bytes per parameter in order, from grader.source.signature.check_params), grid, block and
         elements per thread, and the exercise's byte model."""
-        params = tuple(Param(role, "ptr") if role in POINTER_ROLES else integer_param(role, width)
+        params = tuple(Param(role, "ptr") if role in self.pointers else integer_param(role, width)
                        for role, width in zip(self.params, widths))
         return LaunchSpec(params, grid=self.grid, block=self.block, elems_per_thread=self.elems_per_thread,
                           stride_blocks=self.stride_blocks)
 
-    def launch_values(self, ptrs: dict[str, object], rows: int, cols: int) -> dict[str, object]:
-        """The value of every declared parameter for a rows x cols problem: ptrs maps 'x', 'bias', 'out' to
-        device buffers or addresses; rows, cols and n = rows * cols are the integers."""
-        values = {**ptrs, "rows": rows, "cols": cols, "n": rows * cols}
+    def launch_values(self, ptrs: dict[str, object], problem: Problem) -> dict[str, object]:
+        """The value of every declared parameter at `problem`: ptrs maps each pointer role to a device buffer or
+        address; the integers are problem.integers."""
+        values = {**ptrs, **problem.integers}
         return {role: values[role] for role in self.params}
 
 
-def parse_contract(text: str, where: str) -> Contract:
+def parse_contract(text: str, where: str, ex: Exercise) -> Contract:
     """Parse the `// grade:` lines of `text`. Raises InputError naming the line for a malformed one, and for a
     line that looks like an attempt at one but would be silently skipped (`// Grade:`, `// grade :`,
     `// grade params = ...`, `/// grade:`, `/* grade: ... */`, a non-breaking space, a trailing comment)."""
-    fields: dict[str, object] = {}
+    fields: dict[str, object] = {"params": ex.default_params, "grid": ex.default_grid,
+                                 "elems_per_thread": ex.default_elems_per_thread,
+                                 "pointers": {p.name: p.c_type for p in ex.pointers}}
     declared: list[str] = []
     inside = _inside_lines(text)
     for line_no, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
@@ -116,7 +119,7 @@ def parse_contract(text: str, where: str) -> Contract:
             raise InputError(f"{where}:{line_no}: `{key}` is declared twice; keep one line")
         declared.append(key)
         try:
-            _parse_field(key, value, fields)
+            _parse_field(key, value, fields, ex)
         except ValueError as err:
             raise InputError(f"{where}:{line_no}: {key}: {err}") from None
     fields["declared"] = tuple(declared)
@@ -125,7 +128,9 @@ def parse_contract(text: str, where: str) -> Contract:
     if "claim" not in fields:
         fields["claim"] = find_claim(text)
     contract = Contract(**fields)  # type: ignore[arg-type]
-    _check_consistent(contract, where)
+    why = ex.check_params(contract.params, contract.grid)
+    if why:
+        raise InputError(f"{where}: {why}")
     return contract
 
 
@@ -174,12 +179,12 @@ def _refuse_lookalike(line: str, line_no: int, where: str) -> None:
     )
 
 
-def _parse_field(key: str, value: str, fields: dict[str, object]) -> None:
+def _parse_field(key: str, value: str, fields: dict[str, object], ex: Exercise) -> None:
     if key == "params":
         names = tuple(v.strip() for v in value.split(",") if v.strip())
-        bad = [n for n in names if n not in ROLES]
+        bad = [n for n in names if n not in ex.roles]
         if bad:
-            raise ValueError(f"unknown name {bad[0]!r}; use x, bias, out, rows, cols, n")
+            raise ValueError(f"unknown name {bad[0]!r}; use {', '.join(ex.roles)}")
         if len(set(names)) != len(names):
             raise ValueError("a name appears twice")
         fields["params"] = names
@@ -216,16 +221,6 @@ def _int_in(value: str, lo: int, hi: int) -> int:
     if not lo <= n <= hi:
         raise ValueError(f"{_short(value)} is outside {lo}..{hi}")
     return n
-
-
-def _check_consistent(c: Contract, where: str) -> None:
-    missing = [p for p in POINTER_ROLES if p not in c.params]
-    if missing:
-        raise InputError(f"{where}: params must include x, bias and out; missing {', '.join(missing)}")
-    if "cols" not in c.params:
-        raise InputError(f"{where}: params must include cols: the kernel needs it to find bias[col]")
-    if c.grid != "row" and not {"rows", "n"} & set(c.params):
-        raise InputError(f"{where}: a {c.grid} grid needs rows or n in params to know where the data ends")
 
 
 def _short(text: str, limit: int = 40) -> str:

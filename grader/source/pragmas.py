@@ -3,7 +3,7 @@
 nvcc runs the host compiler's preprocessor (g++) on the whole file, for the device code too; NVRTC has its
 own. Where the two read a directive differently, the kernel the grader compiles is not the kernel nvcc
 builds from the same file. Each case below was compiled both ways, nvcc 13.0 and NVRTC 13.0 for sm_90, and
-biasGeluFused's machine code compared (benchmarks/nvcc_oracle.py; tests/test_nvcc_oracle.py holds them):
+the exercise kernel's machine code compared (benchmarks/nvcc_oracle.py; tests/test_nvcc_oracle.py holds them):
 
 refused (grader.source.includes calls these functions from its lexer; the message names the directive and what to
 write instead):

@@ -4,7 +4,7 @@ compiles.
 A student may hand in the course program itself (`elementwise.cu`: `#include <cstdio>`, constants, device
 helpers, the page's other kernels, a host `main` with cudaMalloc, launches, event timing and printf). NVRTC
 compiles device code only: it refuses every host function and host variable ("not allowed in JIT mode"), and
-the grader reads no header. So for a whole program this module keeps `biasGeluFused` and the device code it
+the grader reads no header. So for a whole program this module keeps the exercise's kernel and the device code it
 needs, transitively, and leaves the rest out:
 
 - kept: the kernel (and its forward declarations); the `__device__` and `__host__ __device__` functions,
@@ -48,7 +48,7 @@ import heapq
 import re
 from dataclasses import dataclass
 
-from grader import exercise
+from grader.exercises import bias_gelu as exercise
 from grader.source.includes import PROGRAM_INCLUDES, Scan, scan
 from grader.core.errors import Stage, SubmissionError
 from grader.compile.predefined import nvrtc_defines
@@ -115,7 +115,7 @@ class Extracted:
     names: frozenset[str] = frozenset()
 
     def summary(self, most: int = 6) -> str:
-        """One line for a report: "graded biasGeluFused from your program; kept geluErf, kInvSqrt2; ignored
+        """One line for a report: "graded KERNEL from your program; kept geluErf, kInvSqrt2; ignored
         main and 11 other functions, 2 variables, 1 macro". '' for a file that is not a whole program. At most
         `most` kept names are listed (then "and N more")."""
         if not self.whole_program:

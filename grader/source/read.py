@@ -20,6 +20,7 @@ from pathlib import Path
 from grader.source.contract import Contract, parse_contract
 from grader.source.includes import normalize
 from grader.core.errors import InputError
+from grader.core.exercise import Exercise
 from grader.source.prelude import prelude
 from grader.source.program import Extracted, extract
 
@@ -50,8 +51,9 @@ class Submission:
     program: Extracted | None = None
 
 
-def read_submission(path: str | Path) -> Submission:
-    """Read, check and prepare the `.cu` file at `path`.
+def read_submission(path: str | Path, ex: Exercise) -> Submission:
+    """Read, check and prepare the `.cu` file at `path`, a submission of the exercise `ex` (its kernel name and
+    parameter roles: grader.core.exercise.Exercise).
 
     Raises InputError (exit 2) for a missing path, a folder, a file not named .cu (a .cpp or .c file), a link
     to a file outside the link's own folder (never read: an upload may link to the grading machine's files), a
@@ -82,9 +84,9 @@ def read_submission(path: str | Path) -> Submission:
     if len(raw) > MAX_SOURCE_BYTES:
         raise InputError(f"{p}: over the {MAX_SOURCE_BYTES}-byte cap for a submission")
     text = normalize(decode_source(raw, str(p)))
-    contract = parse_contract(text, str(p))
+    contract = parse_contract(text, str(p), ex)
     name = safe_source_name(p.name)
-    compile_text, program = prepare(text, name)
+    compile_text, program = prepare(text, name, ex.kernel_name)
     return Submission(
         path=p,
         name=name,
@@ -174,8 +176,9 @@ def prepare_for_nvrtc(text: str, name: str) -> str:
     return prepare(text, name)[0]
 
 
-def prepare(text: str, name: str) -> tuple[str, Extracted | None]:
-    """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here).
+def prepare(text: str, name: str, kernel: str | None = None) -> tuple[str, Extracted | None]:
+    """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here);
+    `kernel`: the kernel a whole program is reduced to (default: grader.source.program.extract's).
 
     Returns (the text NVRTC compiles, the extraction): for a file with device code only, prepare_for_nvrtc's
     text as it always was and None; for a whole program (grader.source.program), the prelude (with the macros of nvcc's
@@ -184,7 +187,7 @@ def prepare(text: str, name: str) -> tuple[str, Extracted | None]:
     "source") naming the line of a refused construct, or of a kernel that cannot be separated from its program.
     """
     name = safe_source_name(name)
-    extracted = extract(normalize(text), name)
+    extracted = extract(normalize(text), name) if kernel is None else extract(normalize(text), name, kernel)
     if not extracted.whole_program:
         return prelude(extracted.headers) + extracted.text, None
     return prelude(extracted.headers, extracted.names) + extracted.text, extracted

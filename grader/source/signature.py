@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from typing import NamedTuple
 
-from grader.source.contract import POINTER_ROLES, Contract
+from grader.source.contract import Contract
 from grader.source.lexer import COMMENT, GAPS, IDENT, NEWLINE, PUNCT, Spliced, normalize, tokens
 
 INTEGER_TYPE_WORDS = frozenset((
@@ -270,7 +270,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
         text = written[i] if written else None
         kind = _param_kind(text) if text is not None else "unknown"
         shown = text or f".{ptype}"
-        if role in POINTER_ROLES:
+        if role in c.pointers:
             why = ""
             if not (is_int and size == 8):
                 why = f"the compiled kernel has .{ptype} ({size} bytes) there"

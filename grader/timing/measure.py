@@ -17,16 +17,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader import exercise
+from grader.core import exercise
 from grader.gpu.clocks import STEADY, ClockSample, Clocks, judge
 from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
 from grader.gpu.device import Gpu, GpuLoad
 from grader.core.errors import Busy, GraderError, GraderFault, Stage, SubmissionError, WrongOutput
 from grader.core.launch import LaunchSpec, bind
 from grader.core.model import ReportModel
-from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, InputFiller, Table, TableTimer, Timed, TimedRow,
-                                 bench_shape, over_bound)
-from grader.check.verify import DeviceCheck
+from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, Table, TableTimer, Timed, TimedRow,
+                                 over_bound)
+from grader.core.exercise import Exercise, Problem
 
 BAND_SIGMAS = 2.0
 """The fraction's uncertainty band is fraction x (1 +/- BAND_SIGMAS x sqrt(rse_sub^2 + rse_floor^2))."""
@@ -49,11 +49,13 @@ class Measurement(ReportModel):
     fraction_of_scalar_copy: float
     borderline: bool = False
     clocks: Clocks | None = None
+    dims: tuple[int, ...] = ()
+    """The exercise's own shape of the benchmark Problem (rows x cols is the output's)."""
 
     @property
     def subject(self) -> TimedRow:
         """The submission's row."""
-        return self.table.row(exercise.KERNEL_NAME)
+        return self.table.rows[0]
 
     @property
     def floor(self) -> TimedRow:
@@ -63,7 +65,7 @@ class Measurement(ReportModel):
     @classmethod
     def of(cls, table: Table, rows: int, cols: int, rounds: int) -> "Measurement":
         """The measurement a table gives (its rows hold the submission's and the copies' medians)."""
-        sub, floor = table.row(exercise.KERNEL_NAME), table.row(table.floor_version)
+        sub, floor = table.rows[0], table.row(table.floor_version)
         fraction = floor.ms / sub.ms
         half = BAND_SIGMAS * math.hypot(sub.rse, floor.rse)
         return cls(rows=rows, cols=cols, rounds=rounds, table=table, fraction=fraction,
@@ -72,15 +74,16 @@ class Measurement(ReportModel):
 
 
 def straddles(low: float, high: float) -> bool:
-    """True when [low, high] contains a grade threshold (grader.exercise.SILVER, GOLD): the band cannot tell
+    """True when [low, high] contains a grade threshold (grader.exercises.bias_gelu.SILVER, GOLD): the band cannot tell
     the grade, so measure times more rounds."""
     return any(low < t <= high for t in (exercise.SILVER, exercise.GOLD))
 
 
-def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, Problem], dict], ex: Exercise,
             rng: np.random.Generator) -> Measurement:
-    """Time `kernel` (launched per `spec`; launch_values(ptrs, rows, cols) gives its arguments, as
-    grader.source.contract.Contract.launch_values) beside the copy floor at the benchmark shape, inputs from `rng`.
+    """Time `kernel` of exercise `ex` (launched per `spec`; launch_values(ptrs, problem) gives its arguments, as
+    grader.source.contract.Contract.launch_values) beside the copy floor at the exercise's benchmark Problem
+    (Exercise.bench_problem), inputs drawn and outputs checked on the GPU (Exercise.device), seeds from `rng`.
     When the fraction's band straddles a grade threshold (straddles), time twice as many rounds to half the
     target error.
 
@@ -91,12 +94,11 @@ def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, i
     GraderFault (the floor may be wrong). GraderFault also when the card is too small (bench_shape) or a grader call
     fails; SubmissionError when the kernel faults.
     """
-    bench = _Bench(gpu, rng)
+    bench = _Bench(gpu, ex, rng)
     try:
         bench.redraw(-1)
-        launch = bind(gpu, kernel, spec, bench.rows, bench.cols,
-                      launch_values({"x": bench.x, "bias": bench.bias, "out": bench.out}, bench.rows, bench.cols))
-        subject = Timed(exercise.KERNEL_NAME, launch, (spec,))
+        launch = bind(gpu, kernel, spec, *bench.problem.grid, launch_values(bench.side.buffers, bench.problem))
+        subject = Timed(ex.kernel_name, launch, (spec,))
         floor = CopyFloor(gpu)
         with gpu_turn(gpu):  # other gradings on this GPU wait; their numbers and ours stay clean
             bench.time_quietly(floor, subject)
@@ -108,20 +110,20 @@ def measure(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, i
 
 
 class _Bench:
-    """One measurement's state on `gpu`: the benchmark-shaped buffers (x, bias, out, the copies' destination,
-    an L2-sized scratch), the input filler and the on-GPU check, the clock samples, and what the timing found
-    (failed checks, the reasons to distrust it, the GPU's other processes, the last Measurement)."""
+    """One measurement's state on `gpu`: the exercise's benchmark Problem and its device side (inputs, outputs,
+    draws and check: Exercise.device), the copies' destination and an L2-sized scratch, the clock samples, and what
+    the timing found (failed checks, the reasons to distrust it, the GPU's other processes, the last Measurement)."""
 
-    def __init__(self, gpu: Gpu, rng: np.random.Generator) -> None:
-        self.gpu, self.rng = gpu, rng
-        self.rows, self.cols = bench_shape(gpu.info)
-        self.n = n = self.rows * self.cols
+    def __init__(self, gpu: Gpu, ex: Exercise, rng: np.random.Generator) -> None:
+        self.gpu, self.ex, self.rng = gpu, ex, rng
+        self.problem = ex.bench_problem(gpu.info.free_bytes, gpu.info.l2_bytes)
+        self.rows, self.cols = self.problem.rows, self.problem.cols
+        self.n = n = self.problem.n
         self.scratch_words = 2 * gpu.info.l2_bytes // 4
-        self.buffers = self.x, self.bias, self.out, self.copy_out, self.scratch = (
-            gpu.alloc(n * 4), gpu.alloc(self.cols * 4), gpu.alloc(n * 4), gpu.alloc(n * 4),
-            gpu.alloc(self.scratch_words * 4))
-        self.fill, self.check = InputFiller(gpu), DeviceCheck(gpu)
-        self.seeds = (0, 0)
+        self.side = ex.device(gpu, self.problem)
+        self.source = self.side.buffers[ex.inputs[0].name]
+        self.outputs = [(self.side.buffers[p.name], self.problem.floats[p.name]) for p in ex.outputs]
+        self.buffers = self.copy_out, self.scratch = gpu.alloc(n * 4), gpu.alloc(self.scratch_words * 4)
         self.limits = gpu.clock_limits()
         self.samples: list[ClockSample] = []
         self.failures: list = []
@@ -149,7 +151,7 @@ class _Bench:
         """A fresh timing: its timer; `m` its measurement (None when a timed launch was wrong), `reasons` why
         it is distrusted."""
         self.samples.clear()
-        timer = TableTimer(self.gpu, floor, [subject], self.n, self.x, self.copy_out, self.n,
+        timer = TableTimer(self.gpu, floor, [subject], self.n, self.source, self.copy_out, self.n,
                            before_round=self.redraw, after_round=self.check_round)
         timer.run(ready=self.clocks_up if self.limits else None)
         self.m = None if self.failures else self.measurement(timer)
@@ -159,9 +161,9 @@ class _Bench:
     def measurement(self, timer: TableTimer) -> Measurement:
         """The Measurement of everything `timer` timed, with the clocks judged over this timing's samples."""
         self.sample("after")
-        m = Measurement.of(timer.table("grade", f"{self.rows} x {self.cols}", matrix=(self.rows, self.cols)),
+        m = Measurement.of(timer.table("grade", self.problem.label, matrix=(self.rows, self.cols)),
                            self.rows, self.cols, timer.timer.rounds)
-        m.clocks = judge(self.limits, self.samples)
+        m.clocks, m.dims = judge(self.limits, self.samples), self.problem.dims
         return m
 
     def noise(self, timer: TableTimer, m: Measurement | None) -> list[str]:
@@ -195,22 +197,23 @@ class _Bench:
         if k == 0 and not self.samples:
             self.sample("before")
         if k < 0 or (k + 1) % exercise.REPEAT_EVERY:
-            self.seeds = self.fill.exercise_inputs(self.x, self.bias, self.rows, self.cols, self.rng)
-        self.gpu.fill_words(self.out, exercise.POISON_WORD, self.n)
+            self.side.redraw(self.rng)
+        for buf, floats in self.outputs:
+            self.gpu.fill_words(buf, self.ex.poison_word, floats)
         self.gpu.fill_words(self.scratch, 0, self.scratch_words)
 
     def check_round(self, k: int) -> bool:
         """Check round k's output on the GPU against the inputs as drawn (grader.check.verify.DeviceCheck); False
         stops the timing."""
-        v = self.check(self.x, self.bias, self.out, self.rows, self.cols, self.seeds, f"timed launch {k + 1}")
+        v = self.side.check(f"timed launch {k + 1}")
         if not v.passed:
             self.failures.append(v)
         self.sample("during")
         return v.passed
 
     def close(self) -> None:
-        """Free the check's and the buffers' memory."""
-        self.check.close()
+        """Free the device side's and the buffers' memory."""
+        self.side.close()
         for b in self.buffers:
             b.close()
 

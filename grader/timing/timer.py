@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
-from grader import exercise
-from grader.check.draws import BIAS_MIX, X_MIX
+from grader.core import exercise
 from grader.gpu import kernels as grader_kernels
 from grader.gpu.device import Gpu, GpuInfo
 from grader.core.errors import GraderFault
@@ -147,17 +146,21 @@ class AlternatingTimer:
 
 
 def bench_shape(info: GpuInfo, buffers: int = exercise.BENCH_BUFFERS, free_bytes: int | None = None) -> tuple[int, int]:
+    """bench_rows_cols for `info`'s card (free memory: `free_bytes`, default info.free_bytes, read when the GPU was
+    opened)."""
+    return bench_rows_cols(info.free_bytes if free_bytes is None else free_bytes, info.l2_bytes, buffers)
+
+
+def bench_rows_cols(free: int, l2_bytes: int, buffers: int = exercise.BENCH_BUFFERS) -> tuple[int, int]:
     """(rows, cols) of the benchmark: each float32 buffer at least BENCH_L2_MULTIPLE x the L2 size, capped
-    so that `buffers` buffers of rows x cols fit in BENCH_FREE_MEMORY_SHARE of the free memory (`free_bytes`,
-    default info.free_bytes, read when the GPU was opened), rows <= 65535 (gridDim.y) and cols a multiple of
-    BENCH_COL_MULTIPLE.
+    so that `buffers` buffers of rows x cols fit in BENCH_FREE_MEMORY_SHARE of the free memory (`free`, bytes),
+    rows <= 65535 (gridDim.y) and cols a multiple of BENCH_COL_MULTIPLE; `l2_bytes`: the card's L2.
 
     Raises GraderFault (exit 4: the machine's, not the submission's) when the card has too little free
     memory for one row of BENCH_COL_MULTIPLE floats per buffer.
     """
-    free = info.free_bytes if free_bytes is None else free_bytes
     cap = int(free * exercise.BENCH_FREE_MEMORY_SHARE / buffers)
-    elems = min(exercise.BENCH_L2_MULTIPLE * info.l2_bytes, cap) // exercise.BYTES_PER_FLOAT
+    elems = min(exercise.BENCH_L2_MULTIPLE * l2_bytes, cap) // exercise.BYTES_PER_FLOAT
     step = exercise.BENCH_COL_MULTIPLE
     cols = max(step, math.ceil(elems / exercise.MAX_GRID_Y / step) * step)
     rows = min(exercise.MAX_GRID_Y, elems // cols)
@@ -220,15 +223,6 @@ class InputFiller:
         shares, shape = mix.packed()
         bind(self.gpu, self.draw_kernel, FILL_DRAW, 1, n,
              {"out": buf, "n": n, "seed": seed, "shares": shares, "shape": shape})()
-
-    def exercise_inputs(self, x, bias, rows: int, cols: int, rng: np.random.Generator) -> tuple[int, int]:
-        """Fresh inputs of the exercise on the GPU, the twin of grader.check.reference.make_inputs: x [rows, cols]
-        and bias [cols] (device buffers of float32) drawn with two seeds from `rng` (X_MIX, BIAS_MIX). Returns the
-        seeds (x's, bias's), from which grader.check.verify.DeviceCheck regenerates them."""
-        seeds = (int(rng.integers(2**63)), int(rng.integers(2**63)))
-        self.draw(x, rows * cols, seeds[0], X_MIX)
-        self.draw(bias, cols, seeds[1], BIAS_MIX)
-        return seeds
 
 
 # --- the timed table: versions beside the copy floor, one row model -----------------------------------

@@ -13,7 +13,12 @@ import math
 
 import numpy as np
 
-from grader.check.draws import draw_inputs
+from grader.check.draws import DrawMix, draw
+from grader.exercises import bias_gelu as exercise
+
+X_MIX = DrawMix(half_range=exercise.INPUT_X_RANGE[1], **exercise.X_DRAW_SHARES)
+BIAS_MIX = DrawMix(half_range=exercise.INPUT_BIAS_RANGE[1], **exercise.BIAS_DRAW_SHARES)
+"""The exercise's draws of x and bias (grader.exercises.bias_gelu: the ranges and the shares)."""
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -36,6 +41,11 @@ def bias_gelu(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
     x: float32 [rows, cols]; bias: float32 [cols]. Returns float64 [rows, cols].
     """
     return gelu_erf(x.astype(np.float64) + bias.astype(np.float64)[None, :])
+
+
+def draw_inputs(x_seed: int, bias_seed: int, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exercise's inputs of one launch: x float32 [rows, cols] (X_MIX) and bias float32 [cols] (BIAS_MIX)."""
+    return draw(x_seed, rows * cols, X_MIX).reshape(rows, cols), draw(bias_seed, cols, BIAS_MIX)
 
 
 def make_inputs(rng: np.random.Generator, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
-"""The course page's chain kernels as data (grader/gpu/kernels/chain.cu): each kernel's parameters, launch shape
+"""The course page's chain kernels as data (grader/exercises/bias_gelu/chain.cu): each kernel's parameters, launch shape
 and byte model, the chain table's rows, and the launches built from them.
 
-The grader launches them itself: the exercise's chain (grader.timing.chain) times the student's kernel beside the
+The grader launches them itself: the exercise's chain (grader.exercises.bias_gelu.chain) times the student's kernel beside the
 page's staged and fused chains, and `grade --counters` (grader.feedback.profiled) profiles the model answer and the
 page's answer. The reference kernels' self-check (reference_kernels.suite) builds its RoPE and bf16 kernels
 from the same KernelDef and Version and times these rows too; it imports this module, never the reverse.
@@ -28,7 +28,7 @@ WIDE = 4
 WIDTHS = (PAGE, WIDE)
 
 SOURCE = "chain.cu"
-"""The chain kernels' source, in grader/gpu/kernels/."""
+"""The chain kernels' source, in this folder."""
 
 
 def params(*pairs: str) -> tuple[Param, ...]:
@@ -213,8 +213,8 @@ def launch_kernel(gpu, loaded: dict[str, object], kd: KernelDef, elements: int, 
 
 
 def source_text() -> str:
-    """The text of grader/gpu/kernels/chain.cu (SOURCE)."""
-    return files("grader.gpu.kernels").joinpath(SOURCE).read_text()
+    """The text of grader/exercises/bias_gelu/chain.cu (SOURCE)."""
+    return files(__package__).joinpath(SOURCE).read_text()
 
 
 def load_chain(gpu, defs: list[KernelDef]) -> dict[str, object]:

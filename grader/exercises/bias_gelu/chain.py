@@ -11,12 +11,12 @@ the copies, at the benchmark shape, so the deleted store and load show in number
     staged chain<4>               3 kernels  7
     fused chain<4>                1 kernel   3
 
-The page's kernels (grader.timing.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
+The page's kernels (grader.exercises.bias_gelu.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
 reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
 timing holds the GPU's grading lock; a disturbed timing (grader.timing.contention), or a row faster than the copy
 floor allows (grader.timing.timer.over_bound), shows no table. The rows printed as the student's are measured as the
 graded ones are: inputs redrawn before every round (grader.check.draws), the student's outputs poisoned first and
-checked on the GPU after it, against the inputs as drawn (grader.check.verify.DeviceCheck); a wrong one fails the
+checked on the GPU after it, against the inputs as drawn (grader.exercises.bias_gelu.device.DeviceCheck); a wrong one fails the
 submission (WrongOutput), as a wrong graded launch does.
 """
 
@@ -26,13 +26,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader import exercise
+from grader.core import exercise
+from grader.core.exercise import Exercise
+from grader.exercises.bias_gelu import KERNEL_NAME
 from grader.timing.contention import disturbed, gpu_turn
 from grader.gpu.device import Gpu
-from grader.check.verify import DeviceCheck
+from grader.exercises.bias_gelu.device import DeviceCheck, draw_on_gpu
 from grader.core.errors import Busy, GraderFault, WrongOutput
 from grader.core.launch import LaunchSpec, bind
-from grader.timing.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
+from grader.exercises.bias_gelu.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
                                         make_launch)
 from grader.timing.timer import (CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape,
                                  over_bound)
@@ -50,7 +52,7 @@ after a 10 ms warm-up once gave a row an 8% spread on the H200, which the distur
 PAGE_KERNELS = ("addBiasRow", "applyGeluErf", "addResidual", "biasGeluResidualFused")
 """The page's kernels the table launches (at WIDE): the staged chain's three, and the fused chain."""
 
-YOURS = exercise.KERNEL_NAME
+YOURS = KERNEL_NAME
 YOURS_CHAIN = MODEL_ANSWER
 """Row labels of the student's two rows: the kernel alone, and the kernel then the page's residual add."""
 
@@ -58,10 +60,11 @@ STUDENT_OUTPUTS = {"y_out": YOURS, "y_t1": YOURS_CHAIN}
 """The buffers the student's kernel writes in the chain's rounds, each checked after every round, and its row."""
 
 
-def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict],
+def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dict, int, int], dict], ex: Exercise,
                 settings: TimerSettings = CHAIN_SETTINGS, rng: np.random.Generator | None = None) -> Table:
     """Time the student's kernel alone and in front of addResidual, beside the page's staged and fused chains
-    and the copies (module docstring). spec, launch_values: the submission's launch, as in grader.timing.measure;
+    and the copies (module docstring). spec: the submission's launch; launch_values(ptrs, rows, cols) its arguments;
+    ex: the exercise (bias_gelu's Exercise: its on-GPU check's messages);
     rng: where the rounds' seeds come from (default: a fresh generator).
 
     Raises WrongOutput when the student's kernel gave a wrong output (or changed an input) in a round, Busy when the
@@ -77,7 +80,7 @@ def chain_table(gpu: Gpu, kernel, spec: LaunchSpec, launch_values: Callable[[dic
     bias = gpu.alloc(cols * exercise.BYTES_PER_FLOAT)
     check = None
     try:
-        check = DeviceCheck(gpu)
+        check = DeviceCheck(gpu, ex)
         rounds = _Rounds(gpu, InputFiller(gpu), check, {**big, "bias": bias}, rows, cols,
                          rng if rng is not None else np.random.default_rng())
         rounds.redraw(-1)
@@ -117,7 +120,7 @@ class _Rounds:
     def redraw(self, k: int) -> None:
         """Fresh inputs for round k (k = -1: before the warm-up), the student's outputs poisoned."""
         n, b = self.rows * self.cols, self.buffers
-        self.seeds = self.fill.exercise_inputs(b["x"], b["bias"], self.rows, self.cols, self.rng)
+        self.seeds = draw_on_gpu(self.fill, b["x"], b["bias"], self.rows, self.cols, self.rng)
         self.fill(b["r"], n, int(self.rng.integers(2**63)), -1.0, 1.0)
         for key in STUDENT_OUTPUTS:
             self.gpu.fill_words(b[key], exercise.POISON_WORD, n)
