@@ -44,6 +44,11 @@ LAYERS = [
     ["grader.gpu.device", "grader.gpu.kernels", "grader.gpu.capture", "grader.timing.page_kernels"],
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],
     ["grader.timing.measure", "grader.timing.chain", "grader.output.report"],
+    # the RoPE exercise (grader/exercises/rope/): its float64 RoPE, sizes and inputs, known mistakes, on-GPU side
+    ["grader.exercises.rope.reference"],
+    ["grader.exercises.rope.problem"],
+    ["grader.exercises.rope.mistakes", "grader.exercises.rope.device"],
+    ["grader.exercises.rope"],
     ["grader.pipeline.grade", "grader.output.gradescope", "grader.output.terminal", "grader.pipeline.watchdog",
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
