@@ -259,6 +259,8 @@ def test_unwritten_elements_are_named_by_their_pattern():
     n = p.n
     tail = E.mistake(inputs, _poisoned(right, np.arange(n - 100, n)), p)
     assert tail.name == "unwritten" and "the last 100 of" in tail.text and "(the last 50 pairs)" in tail.text
+    none = E.mistake(inputs, _poisoned(right, np.arange(n)), p)
+    assert none.name == "unwritten" and none.text.startswith("no element of the output was written")
     odd = E.mistake(inputs, _poisoned(right, np.arange(1, n, 2)), p)
     assert "the second element of every pair (out[2p + 1]) was never written" in odd.text
     blocks = np.concatenate([np.arange(k + 512, k + 2048) for k in range(0, n, 2048)])

@@ -217,7 +217,10 @@ def _unwritten(left: np.ndarray, problem: Problem) -> Mistake | None:
         return None
     first = int(np.flatnonzero(flat)[0])
     pairs = "ceil(pairs / (block x pairs per thread)) blocks"
-    if first == n - n_left:
+    if n_left == n:
+        what = "no element of the output was written"
+        fix = "is the kernel named and launched as declared, and does every thread with p < pairs store its pair?"
+    elif first == n - n_left:
         what = f"the last {n_left} of {n} elements (the last {(n_left + 1) // 2} pairs) were never written"
         fix = f"the grid must cover every pair: {pairs}, each thread's pairs inside `if (p < pairs)`"
     elif flat[1::2].all() and not flat[0::2].any():
