@@ -66,7 +66,8 @@ class Rope(Exercise):
 
     name = "rope"
     kernel_name = "ropeInterleaved"
-    title = "out = the interleaved RoPE of in [B, S, H, D]: each pair (in[2p], in[2p+1]) rotated by pos * 10000^(-2j/D)"
+    title = ("out = the interleaved RoPE of in [B, S, H, D]: each pair (in[2p], in[2p+1]) rotated by "
+             "pos * 10000^(-2j/D)")
     pointers = (
         Pointer("in", "const float*", about="the input [B, S, H, D]"),
         Pointer("cosTab", "const float*", about="the cos table [seq, halfDim]"),
@@ -81,6 +82,8 @@ class Rope(Exercise):
     floats_per_element = 2
     atol = ROPE_ATOL
     rtol = ROPE_RTOL
+    """RoPE's rtol scales |x0| + |x1| of the element's pair, not |ref| as the base class's tolerance() does: the
+    harness reads the tolerance from tolerance(), never from atol and rtol."""
     tolerance_text = ("|got - ref| <= 8 x 2^-24 (|x0| + |x1|) + 2^-147, (x0, x1) the element's pair of in, NaN "
                       "where ref is NaN")
     slow_hint = SLOW_HINT
