@@ -1,10 +1,8 @@
 """float64 numpy references for the reference kernels, the RoPE tables, and bf16 bit conversion.
 
 Formulas:
-- RoPE: RoFormer (Su et al., arXiv:2104.09864), eq. 15 and its block-diagonal rotation: pair j of a head of
-  width D at position pos is rotated by pos * base^(-2j/D): out0 = x0 cos - x1 sin, out1 = x0 sin + x1 cos.
-  "interleaved" pairs dimensions (2j, 2j+1) (the paper, GPT-NeoX); "half" pairs (j, j + D/2) (Llama,
-  Hugging Face). The course page (day 96) and the second document (`001_...`) give both.
+- RoPE: grader.exercises.rope.reference (the angles, tables, float64 reference and error bound live there, with
+  the RoPE exercise; imported here so the reference kernels' gates and the exercise use one copy).
 - GELU: grader.exercises.bias_gelu.reference.gelu_erf and gelu_tanh (PyTorch's approximate='none' and 'tanh').
 - bf16: the high 16 bits of an IEEE float32; narrowing rounds to nearest, ties to even.
 """
@@ -14,80 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
-
-LAYOUTS = ("bshd", "bhsd")
-"""Tensor layouts: [B, S, H, D] (the course page's indexing) and [B, H, S, D] (the second document's)."""
-
-PAIRINGS = ("interleaved", "half")
-
-DEFAULT_BASE = 10000.0
-LONG_CONTEXT_BASE = 500000.0
-
-
-# --- RoPE --------------------------------------------------------------------------------------------
-def rope_angles(seq: int, dim: int, base: float = DEFAULT_BASE) -> np.ndarray:
-    """Angles pos * base^(-2j/D) in radians, float64 [seq, dim/2] (pos = row, j = column).
-
-    Raises ValueError if dim is odd or not positive.
-    """
-    if dim <= 0 or dim % 2:
-        raise ValueError(f"head width must be even and positive, got {dim}")
-    j = np.arange(dim // 2, dtype=np.float64)
-    theta = base ** (-2.0 * j / dim)
-    return np.arange(seq, dtype=np.float64)[:, None] * theta[None, :]
-
-
-def rope_tables(seq: int, dim: int, base: float = DEFAULT_BASE) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' cos and sin tables: float64 cos and sin of rope_angles, rounded once to float32.
-    Returns (cos, sin), each float32 [seq, dim/2], C-contiguous."""
-    a = rope_angles(seq, dim, base)
-    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
-
-
-def rope_reference(x: np.ndarray, layout: str, pairing: str, base: float = DEFAULT_BASE) -> np.ndarray:
-    """RoPE of `x` in float64 with float64 cos and sin (no table rounding).
-
-    x: [B, S, H, D] for layout 'bshd' or [B, H, S, D] for 'bhsd', any float dtype, D even.
-    pairing: 'interleaved' (2j, 2j+1) or 'half' (j, j + D/2). Returns float64, the shape of x.
-    Raises ValueError for an unknown layout or pairing.
-    """
-    if layout not in LAYOUTS or pairing not in PAIRINGS:
-        raise ValueError(f"layout must be one of {LAYOUTS} and pairing one of {PAIRINGS}")
-    x = np.asarray(x, dtype=np.float64)
-    seq, dim = (x.shape[1] if layout == "bshd" else x.shape[2]), x.shape[3]
-    a = rope_angles(seq, dim, base)
-    c, s = np.cos(a), np.sin(a)
-    shape = (1, seq, 1, dim // 2) if layout == "bshd" else (1, 1, seq, dim // 2)
-    c, s = c.reshape(shape), s.reshape(shape)
-    if pairing == "interleaved":
-        first, second = np.s_[..., 0::2], np.s_[..., 1::2]
-    else:
-        first, second = np.s_[..., : dim // 2], np.s_[..., dim // 2 :]
-    out = np.empty_like(x)
-    x0, x1 = x[first], x[second]
-    out[first] = x0 * c - x1 * s
-    out[second] = x0 * s + x1 * c
-    return out
-
-
-def rope_error_bound(x: np.ndarray, pairing: str) -> np.ndarray:
-    """Largest |float32 kernel - float64 reference| allowed per element: 8 u (|x0| + |x1|), u = 2^-24,
-    float64, the shape of x.
-
-    Why: with c, s rounded once to float32 (relative error <= u each), x0 c and x1 s rounded (<= u each, or
-    exact inside an FMA) and the sum rounded (<= u), the error of out0 = x0 c - x1 s is at most
-    3u (|x0| |c| + |x1| |s|) + O(u^2) <= 3u (|x0| + |x1|); likewise out1. 8u leaves a factor 2.6 of margin
-    and is still 2^-21 of the pair's size, so a wrong pairing, angle or position (errors of order |x|) fails.
-    """
-    x = np.abs(np.asarray(x, dtype=np.float64))
-    dim = x.shape[-1]
-    if pairing == "interleaved":
-        size = x[..., 0::2] + x[..., 1::2]
-        pair_size = np.repeat(size, 2, axis=-1)
-    else:
-        size = x[..., : dim // 2] + x[..., dim // 2 :]
-        pair_size = np.concatenate([size, size], axis=-1)
-    return 8.0 * 2.0**-24 * pair_size
+from grader.exercises.rope.reference import (DEFAULT_BASE, LAYOUTS, LONG_CONTEXT_BASE, PAIRINGS, rope_angles,
+                                             rope_error_bound, rope_reference, rope_tables)
 
 
 # --- The chain -----------------------------------------------------------------------------------------

@@ -49,6 +49,11 @@ LAYERS = [
     ["grader.exercises.bias_gelu.mistakes", "grader.exercises.bias_gelu.device"],
     ["grader.exercises.bias_gelu.chain"],
     ["grader.exercises.bias_gelu.exercise"],
+    # the RoPE exercise (grader/exercises/rope/): its float64 RoPE, sizes and inputs, known mistakes, on-GPU side
+    ["grader.exercises.rope.reference"],
+    ["grader.exercises.rope.problem"],
+    ["grader.exercises.rope.mistakes", "grader.exercises.rope.device"],
+    ["grader.exercises.rope"],
     ["grader.pipeline.grade", "grader.output.gradescope", "grader.output.terminal", "grader.pipeline.watchdog",
      "grader.feedback.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process

@@ -14,6 +14,10 @@ MIN_TELLING = 8
 """Compared elements on which a mistake and the right answer differ by more than the tolerance: fewer, and the
 inputs cannot tell the mistake apart (a 1 x 1 shape, a bias of zeros)."""
 
+MAX_COMPARED = 1 << 16
+"""Elements compared at most (whole rows, evenly spaced, from a larger output): enough to tell every mistake
+apart, and a 65535 x 5 output is not run through a float64 formula ten times."""
+
 
 class Mistake(ReportModel):
     """The known mistake a wrong output matches: its `name` (a key of the exercise's mistakes, or "unwritten"), the
