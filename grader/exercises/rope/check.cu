@@ -12,51 +12,9 @@
 // kernel was given (in, cosTab, sinTab) are compared with the draw and the private tables bit for bit, only to name
 // an input the kernel changed.
 //
-// TODO(draws.cuh): splitmix64, DrawMix, unpackMix and drawValue below are copies of grader/gpu/kernels/inputs.cu's;
-// when those move to the shared header grader/gpu/kernels/draws.cuh, include it here instead and delete the copies
-// (tests/test_rope_exercise.py checks that the copies still equal inputs.cu's, character for character).
+// The draw of `in` is the grader's own (grader/gpu/kernels/draws.cuh, the same bits as grader.check.draws).
 
-// --- copied from grader/gpu/kernels/inputs.cu (see the TODO above) -------------------------------------------
-__device__ __forceinline__ unsigned long long splitmix64(unsigned long long z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-struct DrawMix {
-    unsigned nan, zero, subnormal, wide;
-    unsigned wideExp0, wideExps;
-    float step;
-};
-
-__device__ __forceinline__ DrawMix unpackMix(unsigned long long shares, int shape) {
-    DrawMix m;
-    m.nan = static_cast<unsigned>(shares & 0xFFFFu);
-    m.zero = static_cast<unsigned>(shares >> 16 & 0xFFFFu);
-    m.subnormal = static_cast<unsigned>(shares >> 32 & 0xFFFFu);
-    m.wide = static_cast<unsigned>(shares >> 48 & 0xFFFFu);
-    m.wideExp0 = static_cast<unsigned>(shape) & 0xFFu;
-    m.wideExps = static_cast<unsigned>(shape) >> 8 & 0xFFu;
-    m.step = __int_as_float((127 + static_cast<signed char>(shape >> 16 & 0xFF)) << 23);
-    return m;
-}
-
-__device__ __forceinline__ float drawValue(unsigned long long seed, unsigned long long i, const DrawMix& m) {
-    const unsigned long long h = splitmix64(seed + i);
-    const unsigned share = static_cast<unsigned>(h & 0xFFFFu);
-    const unsigned sign = static_cast<unsigned>(h >> 16 & 1u) << 31;
-    const unsigned mant = static_cast<unsigned>(h >> 17) & 0x7FFFFFu;
-    if (share < m.nan) return __uint_as_float(0x7FC00000u);
-    if (share < m.zero) return __uint_as_float(sign);
-    if (share < m.subnormal) return __uint_as_float(sign | mant | 1u);
-    if (share < m.wide) {
-        const unsigned e = m.wideExp0 + static_cast<unsigned>((h >> 40) % m.wideExps);
-        return __uint_as_float(sign | (e + 127u) << 23 | mant);
-    }
-    return static_cast<float>(static_cast<long long>(h >> 40) - (1ll << 23)) * m.step;
-}
-// --- end of the copy -------------------------------------------------------------------------------------------
+#include "draws.cuh"
 
 // counts[0..7]: bad output elements, the smallest bad float index, changed elements of in, the smallest changed
 // index, changed cosTab entries, the smallest, changed sinTab entries, the smallest (the minima start at ~0).

@@ -13,13 +13,12 @@ cannot move the check's answer either.
 
 from __future__ import annotations
 
-from importlib.resources import files
 
 import numpy as np
 
 from grader.check.draws import draw
 from grader.check.verify import Mismatch, Verification
-from grader.compile import kernel_cache
+from grader.gpu import kernels as grader_kernels
 from grader.core.errors import Stage, SubmissionError
 from grader.core.exercise import DeviceSide, Problem
 from grader.core.launch import LaunchSpec, Param, address, bind
@@ -43,16 +42,16 @@ _INPUTS = ("in", "cosTab", "sinTab")
 
 
 def check_source() -> str:
-    """The text of check.cu (shipped with the package: pyproject.toml's package-data)."""
-    return files(__package__).joinpath(CHECK_SOURCE).read_text()
+    """The text NVRTC compiles: check.cu (shipped with the package: pyproject.toml's package-data) with the grader's
+    draw, draws.cuh, in place of its include (grader.gpu.kernels.source_text)."""
+    return grader_kernels.source_text(__package__, CHECK_SOURCE)
 
 
 def load_check(gpu):
     """checkRope compiled for `gpu`'s arch (NVRTC, once per NVRTC version and arch: grader.compile.kernel_cache, as
     grader.gpu.kernels.load does for the grader's own kernels) and loaded: a cuda.core Kernel. Raises SubmissionError
     only if the source is broken."""
-    compiled = kernel_cache.compiled(check_source(), "rope_check.cu", (CHECK_KERNEL,), gpu.info.arch)
-    return gpu.load(compiled)[CHECK_KERNEL]
+    return grader_kernels.load(gpu, CHECK_SOURCE, (CHECK_KERNEL,), __package__)[CHECK_KERNEL]
 
 
 class RopeDevice(DeviceSide):
@@ -137,7 +136,8 @@ class RopeDevice(DeviceSide):
         given = self._given(first)
         value = float(self.gpu.download(address(self.buffers["out"]) + 4 * first, 1, np.float32)[0])
         expected = _expected(given, col)
-        result.first_bad = Mismatch(row=row, col=col, got=value, expected=expected)
+        result.first_bad = Mismatch(row=row, col=col, got=value, expected=expected, given=given,
+                                    given_text=ex.given_text(given))
         result.message = (
             f"{told}wrong output of {label} at {p.label}: first bad element {ex.where('out', first, p)}: "
             f"{ex.given_text(given)}: got {value:.9g}, expected {expected:.9g}; {bad} of {p.n} elements bad "
