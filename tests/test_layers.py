@@ -57,6 +57,8 @@ LAYERS = [
      "grader.batch.expect", "grader.batch.slurm"],
     ["grader.batch.classplots"],
     ["grader.batch.classpage"],
+    # every file a batch and a merge write, in one table, and their one writer
+    ["grader.batch.outputs"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],

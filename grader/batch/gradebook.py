@@ -553,9 +553,3 @@ def _identical_section(rows: list[BatchResult]) -> list[str]:
     else:
         out.append("None: no two submissions have the same bytes.")
     return out + [""]
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Write `data` as indented JSON to `path` (atomically)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=2) + "\n")

@@ -1,4 +1,5 @@
-"""One report per student, ready to send back: OUT/reports/<name>.txt and <name>.json.
+"""One report per student, ready to send back: what OUT/reports/<name>.txt and <name>.json hold, and their names;
+the batch writes them through its table of outputs (grader.batch.outputs), each by write_atomic.
 
 The text file is exactly what `grade FILE` prints for that submission (grader.output.report.render_text of the row's
 report, and the newline `print` adds); for a Gradescope export (grader.output.gradescope_export) one line naming the
@@ -73,19 +74,6 @@ def report_text(report: GradeReport, submitters: list[Submitter] | None = None) 
     the submitters when there are any."""
     head = "Submitted by: " + "; ".join(s.label() for s in submitters) + "\n" if submitters else ""
     return head + render_text(report) + "\n"
-
-
-def write_report(out_dir: Path, id: str, report: GradeReport, submitters: list[Submitter] | None = None,
-                 submitted_at: str = "") -> Path:
-    """Write OUT/reports/<stem>.txt and .json (report_stem; each to a temporary name, then renamed, so a reader
-    never sees half a file); return the text file's path. Raises OSError when the folder cannot be written."""
-    folder = Path(out_dir) / REPORTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = report_stem(id)
-    student = StudentReport(id=id, submitters=submitters or [], submitted_at=submitted_at, report=report)
-    write_atomic(folder / f"{stem}.json", student.model_dump_json(indent=2) + "\n")
-    write_atomic(folder / f"{stem}.txt", report_text(report, submitters))
-    return folder / f"{stem}.txt"
 
 
 def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
