@@ -193,11 +193,11 @@ def planned(command: str, settled: Settled) -> list[str]:
 
 
 def markdown_table() -> str:
-    """docs/batch.md's list of the outputs: one line of OUTPUTS each (file, format, when, content; a file only
-    `grade batch` writes says so)."""
+    """docs/batch.md's list of the outputs, a markdown table: one line per file of OUTPUTS (its name with no shard
+    and NAME for a student's, its format, when it is written, by `grade batch` alone where the merge does not write it,
+    and what it holds)."""
     lines = ["| file | format | written | content |", "| --- | --- | --- | --- |"]
     for o in OUTPUTS:
-        only = "" if o.by == (BATCH, MERGE) else f" (`grade {' and '.join(o.by)}` only)"
-        name = o.file(suffix="", stem="NAME")
-        lines.append(f"| `{name}` | {o.form} | {o.when}{only} | {o.content} |")
+        by = "" if o.by == (BATCH, MERGE) else f"by `grade {' and '.join(o.by)}` "
+        lines.append(f"| `{o.file(suffix='', stem='NAME')}` | {o.form} | {by}{o.when} | {o.content} |")
     return "\n".join(lines)
