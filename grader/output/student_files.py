@@ -80,8 +80,8 @@ def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Write `text` to `path` through a temporary file of a name no other writer uses (tempfile.mkstemp beside
     it: `.NAME.XXXXXXXX.tmp`), flushed to disk (fsync), then renamed over it: a reader sees the old file or the new
     one, never half of one, and two writers of one file (two merges into one folder) never remove or rename each
-    other's temporary file: the last rename wins. The batch's reports, gradebook files and class page. Raises OSError
-    when it cannot be written (the temporary file is then removed)."""
+    other's temporary file: the last rename wins. Every file of a batch but its results file (grader.batch.outputs).
+    Raises OSError when it cannot be written (the temporary file is then removed)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
