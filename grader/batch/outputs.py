@@ -186,9 +186,12 @@ def planned(command: str, settled: Settled) -> list[str]:
     what tests/test_batch_outputs.py compares with the folder a real run leaves."""
     names = []
     for o in OUTPUTS:
-        if command in o.by and o.wanted(settled):
-            names += [o.file(stem=report_stem(s.id)) for s in _students(_book(settled))] if o.student else \
-                [o.file(settled.suffix)]
+        if command not in o.by or not o.wanted(settled):
+            continue
+        if o.student is not None:
+            names += [o.file(stem=report_stem(s.id)) for s in _students(_book(settled))]
+        else:
+            names.append(o.file(settled.suffix))
     return names
 
 
