@@ -323,16 +323,13 @@ def _command_usage_report(command: str, argv: list[str], message: str, fmt: str)
     elif fmt == "json":
         _emit(json.dumps({"command": command, "exit_code": EXIT_INPUT, "error": reason}, indent=2))
     elif fmt == "gradescope" and command == "batch":
-        from grader.output.gradescope import gradescope_not_graded
-        from grader.output.student_files import write_atomic
+        from grader.batch.outputs import Settled, write_outputs
 
         out = next((argv[i + 1] for i, w in enumerate(argv[:-1]) if w == "--out"), None) or next(
             (w.split("=", 1)[1] for w in argv if w.startswith("--out=")), "results")
         try:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            write_atomic(Path(out) / "results.json", json.dumps(gradescope_not_graded(
-                f"not graded: the grader was called wrongly ({printable(reason, 300)}); tell the course staff"),
-                indent=2) + "\n")
+            write_outputs(Path(out), Settled(gradescope=True, not_graded=f"not graded: the grader was called wrongly "
+                                             f"({printable(reason, 300)}); tell the course staff"))
         except OSError:
             pass
 

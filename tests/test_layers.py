@@ -68,6 +68,8 @@ LAYERS = [
      "grader.batch.expect", "grader.batch.slurm"],
     ["grader.batch.classplots"],
     ["grader.batch.classpage"],
+    # every file a batch and a merge write, in one table, and their one writer
+    ["grader.batch.outputs"],
     ["grader.batch.command"],
     # entry points
     ["grader.cli"],
@@ -91,7 +93,7 @@ PACKAGE_OF = {"grader.exercises.bias_gelu": "grader.core", "grader.exercises.bia
 still sit with the floor: the counters' profiled child, the part-3 row flags (grader.source.claims), the whole-program
 extractor's default kernel and the class page's plots read them directly instead of taking an Exercise; and the
 page's chain kernels as data (page_kernels), which the counters' child profiles as the model and page answers
-(issue 32's remaining debt; docs/development.md, "Exercises")."""
+(issue 32's remaining debt; docs/exercises.md, "What is left (issue 32)")."""
 
 
 def package(name: str) -> str:

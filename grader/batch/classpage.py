@@ -27,7 +27,6 @@ import base64
 import hashlib
 import math
 from collections import Counter
-from pathlib import Path
 from urllib.parse import quote
 
 from grader.core import exercise as course
@@ -36,7 +35,7 @@ from grader.batch import classplots as plots
 from grader.batch import triage
 from grader.batch.classpage_assets import SCRIPT, STYLE
 from grader.batch.gradebook import BatchResult, Gradebook
-from grader.output.student_files import report_file, write_atomic
+from grader.output.student_files import report_file
 from grader.output.svgplot import escape
 from grader.core.text import printable
 
@@ -409,12 +408,3 @@ wrote is shown as text.</footer>
 </body>
 </html>
 """
-
-
-def write_page(book: Gradebook, path: Path) -> Path:
-    """Write class_page(book) to `path` (a temporary name, then renamed); return `path`. Raises OSError when it
-    cannot be written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, class_page(book))
-    return path

@@ -2,10 +2,10 @@
 
 This module finds the submissions (grader.batch.discovery: their ids and paths, whose metadata names them, the files
 that are not `.cu`, the links it refuses), keys each row for resume, starts the workers (grader.batch.pool,
-grader.batch.worker) and writes the class's outputs (grader.batch.gradebook, grader.output.student_files,
-grader.batch.classpage); `grade merge` reads the shards' results files (grader.batch.merging). Both answer through
-grader.batch.reply (stderr, and one JSON document with --json). What each of those does for the instructor, with
-every option and output: docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
+grader.batch.worker) and writes the class's outputs (grader.batch.outputs: every file in one table, written by one
+writer from the settled gradebook); `grade merge` reads the shards' results files (grader.batch.merging). Both answer
+through grader.batch.reply (stderr, and one JSON document with --json). What each of those does for the instructor,
+with every option and output: docs/batch.md; what a hostile submission can and cannot do: docs/security.md.
 
 Exit codes:
   0  every submission has a row (whatever the verdicts)
@@ -38,18 +38,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import (discovery, expect, gpus, gradebook as gb, merging, people, pool, protocol, reply, slurm,
-                          worker)
+from grader.batch import (discovery, expect, gpus, gradebook as gb, merging, outputs, people, pool, protocol, reply,
+                          slurm, worker)
 from grader.compile import sandbox
-from grader.batch.classpage import write_page
+from grader.batch.outputs import Settled, write_outputs, write_report
 from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
                                     parse_shard, shard, unique_ids)
 from grader.batch.gpus import GpuPlan, plan_gpus, probe_gpus, run_probe  # noqa: F401 - the batch's GPUs
 from grader.batch.reply import ClassRun, Reply, files_shown
 from grader.core.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
                            Interrupted, Stage, WorkerStartError, exit_codes_help)
-from grader.output.student_files import REPORTS_DIR, write_report
-from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
 from grader import exercises
 from grader.compile.toolkit import arch_type
 from grader.core.version import __version__
@@ -63,7 +61,7 @@ from grader.core.text import printable
 
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""
-PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm, gpus, merging, people, reply)
+PLUMBING = (pool, worker, gb, protocol, discovery, expect, slurm, gpus, merging, people, reply, outputs)
 """The batch's own modules (with this one): left out of the digest, as they do not change a grade."""
 
 
@@ -310,9 +308,9 @@ def find_items(args: argparse.Namespace, k: int, n: int, say: Reply) -> tuple[li
         items = [it for it in items if not it.stray]  # one student's folder: a .cpp beside the .cu is host code
     if gradescope and len(items) != 1:
         listed = ", ".join(printable(it.id, 40) for it in items[:5]) or "none"
-        gb.write_json(Path(args.out) / "results.json", gradescope_refusal(
+        write_outputs(Path(args.out), Settled(gradescope=True, refused=(
             f"Expected exactly one .cu file with your {exercises.get(args.exercise).kernel_name} kernel; found "
-            f"{len(items)} ({listed})."))
+            f"{len(items)} ({listed}).")))
         say.on_fail = None
         return say.fail(f"--format gradescope grades one submission; {len(items)} found ({listed})")
     if not items:
@@ -322,13 +320,18 @@ def find_items(args: argparse.Namespace, k: int, n: int, say: Reply) -> tuple[li
 
 def _not_graded(out: Path, message: str) -> None:
     """Write OUT/results.json saying the submission was not graded, and why (the Gradescope route's every exit
-    where nothing was graded: the student must never see only "autograder failed")."""
+    where nothing was graded: the student must never see only "autograder failed"); a folder that cannot be written
+    is left as it is."""
     try:
-        gb.write_json(out / "results.json", gradescope_not_graded(
-            f"not graded: the grader could not grade here ({printable(message, 300)}); this is not your "
-            "submission's fault: tell the course staff"))
+        write_outputs(out, Settled(gradescope=True, not_graded=_not_graded_here(message)))
     except OSError:
         pass
+
+
+def _not_graded_here(message: str) -> str:
+    """What results.json says when nothing was graded because of `message`: not the submission's fault."""
+    return (f"not graded: the grader could not grade here ({printable(message, 300)}); this is not your submission's "
+            "fault: tell the course staff")
 
 
 @dataclass
@@ -351,8 +354,8 @@ class BatchPlan:
 
     @property
     def results_path(self) -> Path:
-        """The results file this batch appends to."""
-        return self.out / f"results{self.suffix}.jsonl"
+        """The results file this batch appends to (the first file of grader.batch.outputs.OUTPUTS)."""
+        return self.out / outputs.OUTPUTS[0].file(self.suffix)
 
 
 def plan_batch(args: argparse.Namespace, items: list[Item], exports: dict[str, dict[str, int]],
@@ -409,8 +412,8 @@ def _as_found_now(row: gb.BatchResult, item: Item) -> gb.BatchResult:
 
 class RowWriter:
     """Where each row lands the moment it is known: appended to the results file (`store`), its report written
-    under the plan's output folder (grader.output.student_files), and kept in `results` by key (with the rows kept
-    from earlier runs)."""
+    under the plan's output folder (grader.batch.outputs.write_report), and kept in `results` by key (with the rows
+    kept from earlier runs)."""
 
     def __init__(self, plan: BatchPlan, store: gb.ResultStore, kept: dict[str, gb.BatchResult]) -> None:
         self.out, self.shard, self.store, self.results = plan.out, plan.shard, store, dict(kept)
@@ -479,7 +482,8 @@ def _interrupt_on_signals():
 
 def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: bool, args: argparse.Namespace,
                 say: Reply) -> int:
-    """Write the gradebook of every row there is (write_class_outputs; Gradescope's results.json too), say the
+    """Write the gradebook of every row there is (every file of grader.batch.outputs.OUTPUTS it wants: the
+    gradebook's, the reports, the page, Gradescope's results.json on its route), say the
     students on more than one submission, print the summary (text unless quiet, or the ClassRun with --json), and
     return the exit code (module docstring): 4 when incomplete or a row is busy, 3 when a row is no-gpu or there
     is no GPU, else 0."""
@@ -492,13 +496,8 @@ def write_batch(plan: BatchPlan, results: dict[str, gb.BatchResult], complete: b
                                                          "sandbox": plan.box.describe(),
                                                          **({"gradescope_export": plan.exports} if plan.exports
                                                             else {})})
-    paths = write_class_outputs(book, plan.out, plan.suffix)
-    if plan.gradescope and rows and rows[0].report:
-        paths["gradescope"] = plan.out / "results.json"
-        wall = rows[0].phases.get("wall", rows[0].phases.get("total"))
-        gb.write_json(paths["gradescope"], gradescope_results(rows[0].report, execution_time=wall))
-    elif plan.gradescope:
-        _not_graded(plan.out, "the batch stopped before the submission was graded; run it again")
+    stopped = _not_graded_here("the batch stopped before the submission was graded; run it again")
+    paths = write_outputs(plan.out, Settled(book, plan.suffix, gradescope=plan.gradescope, not_graded=stopped))
     for who in book.shared:
         say.warn(who.describe())
     if not complete or any(r.verdict == "busy" for r in rows):  # a busy row is graded again by a rerun
@@ -560,7 +559,7 @@ def write_merge(expected: expect.Expectation, files: list[Path], reading: mergin
     book = gb.build_gradebook(merged, ", ".join(versions), {
         "merged_from": [str(f) for f in files],
         "problems_accepted": [p.model_dump(mode="json") for p in reading.problems], **expected.settings})
-    paths = write_class_outputs(book, Path(args.out))
+    paths = write_outputs(Path(args.out), Settled(book))
     for who in book.shared:
         say.warn(who.describe())
     if not args.quiet and args.format != "json":
@@ -577,17 +576,9 @@ def write_merge(expected: expect.Expectation, files: list[Path], reading: mergin
 
 
 def write_class_outputs(book: gb.Gradebook, out: Path, suffix: str = "") -> dict[str, Path]:
-    """Everything a batch or merge writes from its gradebook into `out`: the gradebook files
-    (grader.batch.gradebook.write_outputs, each name with `suffix`), every row's report (grader.output.student_files:
-    out/reports/, shared by the shards) and the class page (grader.batch.classpage: index{suffix}.html). Returns
-    {kind: path} (kind "reports" is the folder)."""
-    paths = gb.write_outputs(book, out, suffix)
-    for row in book.rows:
-        if row.report is not None:
-            write_report(out, row.id, row.report, row.submitters, row.submitted_at)
-    paths["reports"] = out / REPORTS_DIR
-    paths["page"] = write_page(book, out / f"index{suffix}.html")
-    return paths
+    """What a batch (with `suffix`: its shard's) or a merge writes from `book` into `out` off Gradescope's route:
+    write_outputs of Settled(book, suffix). Returns {kind: path} (kind "reports" is the folder)."""
+    return write_outputs(out, Settled(book, suffix))
 
 
 def _out_problem(out: Path) -> str | None:

@@ -316,7 +316,9 @@ def counts_table(counts: dict[str, int], tablefmt: str) -> str:
 def write_outputs(book: Gradebook, out_dir: Path, suffix: str = "") -> dict[str, Path]:
     """Write gradebook{suffix}.csv, gradebook{suffix}.json, summary{suffix}.md and scores{suffix}.csv under
     `out_dir`; return {"csv": path, "json": path, "summary": path, "scores": path}. Each file is written to a
-    temporary name and renamed, so a reader never sees half a file."""
+    temporary name and renamed, so a reader never sees half a file. For code that holds a gradebook alone (a
+    notebook, a test): `grade batch` and `grade merge` write these files, with every other, through the table of
+    grader.batch.outputs, which names them the same (tests/test_batch_outputs.py compares the bytes)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out_dir / f"gradebook{suffix}.csv", "json": out_dir / f"gradebook{suffix}.json",
              "summary": out_dir / f"summary{suffix}.md", "scores": out_dir / f"scores{suffix}.csv"}
@@ -553,9 +555,3 @@ def _identical_section(rows: list[BatchResult]) -> list[str]:
     else:
         out.append("None: no two submissions have the same bytes.")
     return out + [""]
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Write `data` as indented JSON to `path` (atomically)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=2) + "\n")

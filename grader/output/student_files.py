@@ -1,4 +1,5 @@
-"""One report per student, ready to send back: OUT/reports/<name>.txt and <name>.json.
+"""One report per student, ready to send back: what OUT/reports/<name>.txt and <name>.json hold, and their names;
+the batch writes them through its table of outputs (grader.batch.outputs), each by write_atomic.
 
 The text file is exactly what `grade FILE` prints for that submission (grader.output.report.render_text of the row's
 report, and the newline `print` adds); for a Gradescope export (grader.output.gradescope_export) one line naming the
@@ -75,25 +76,12 @@ def report_text(report: GradeReport, submitters: list[Submitter] | None = None) 
     return head + render_text(report) + "\n"
 
 
-def write_report(out_dir: Path, id: str, report: GradeReport, submitters: list[Submitter] | None = None,
-                 submitted_at: str = "") -> Path:
-    """Write OUT/reports/<stem>.txt and .json (report_stem; each to a temporary name, then renamed, so a reader
-    never sees half a file); return the text file's path. Raises OSError when the folder cannot be written."""
-    folder = Path(out_dir) / REPORTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = report_stem(id)
-    student = StudentReport(id=id, submitters=submitters or [], submitted_at=submitted_at, report=report)
-    write_atomic(folder / f"{stem}.json", student.model_dump_json(indent=2) + "\n")
-    write_atomic(folder / f"{stem}.txt", report_text(report, submitters))
-    return folder / f"{stem}.txt"
-
-
 def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Write `text` to `path` through a temporary file of a name no other writer uses (tempfile.mkstemp beside
     it: `.NAME.XXXXXXXX.tmp`), flushed to disk (fsync), then renamed over it: a reader sees the old file or the new
     one, never half of one, and two writers of one file (two merges into one folder) never remove or rename each
-    other's temporary file: the last rename wins. The batch's reports, gradebook files and class page. Raises OSError
-    when it cannot be written (the temporary file is then removed)."""
+    other's temporary file: the last rename wins. Every file of a batch but its results file (grader.batch.outputs).
+    Raises OSError when it cannot be written (the temporary file is then removed)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
