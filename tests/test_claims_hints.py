@@ -16,7 +16,7 @@ from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied
 from grader.feedback.hints import code_hints, ptx_facts
 from grader.source.read import read_submission
 
-from conftest import SUBMISSIONS
+from conftest import SUBMISSIONS, hint_texts
 
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 
@@ -243,7 +243,8 @@ def compiled(name: str):
 
 def hints(name: str, scalar=SCALAR, floor=FLOOR) -> list[str]:
     ptx, mangled = compiled(name)
-    return code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor, floor_name="cuMemcpyDtoD")
+    return hint_texts(code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor,
+                                 floor_name="cuMemcpyDtoD"))
 
 
 def has(hs, text) -> bool:
@@ -352,7 +353,8 @@ def hints_of(ptx: str) -> int:
 def test_examples_get_their_hints(name, expected):
     sub = read_submission(SUBMISSIONS / name)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
-    hs = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)
+    mangled = c.kernels[exercise.KERNEL_NAME].mangled
+    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
 
 

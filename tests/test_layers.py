@@ -27,9 +27,10 @@ LAYERS = [
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
     ["grader.core.model", "grader.check.draws"],
-    # pure data and numerics: launches as data, the student's claims, float64 references
+    # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
     ["grader.core.launch", "grader.source.claims", "grader.check.reference", "grader.feedback.counters",
+     "grader.feedback.hint",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
      "grader.output.gradescope_export"],
     ["grader.feedback.sass", "grader.check.mistakes"],

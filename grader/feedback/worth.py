@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from grader import exercise
 from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
-from grader.core.model import ReportModel
+from grader.feedback.hint import LITTLE, Hint, HintKind
 
 ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
@@ -60,13 +60,11 @@ OCCUPANCY_X = 0.6
 """Resident warps under this share of the reference's are too few (tests/data/silver/stride_float4.cu: 0.46)."""
 UNEXPLAINED_X = 1.25
 """Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint."""
-LITTLE = 0.005
-"""An estimated gain under this fraction of the copy floor is "worth little on its own now"."""
-GENERATED = ("unexplained", "scattered", "work", "occupancy", "slow")
+GENERATED = (HintKind.UNEXPLAINED, HintKind.SCATTERED, HintKind.WORK, HintKind.OCCUPANCY, HintKind.SLOW)
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
 """Sectors per element a coalesced kernel's loads (x and a bias entry) and stores (out) touch."""
-STATIC = ("idle", "grid", "blocks", "fence", "atomic", "stores")
+STATIC = (HintKind.IDLE, HintKind.GRID, HintKind.BLOCKS, HintKind.FENCE, HintKind.ATOMIC, HintKind.STORES)
 """Kinds of the static launch facts (grader.feedback.launch_facts)."""
 EMPTY_BLOCK_NS = 23.3
 """Time one SM spends on a block whose threads all exit at once, ns. From issue 29's H200 figures: the float4 body in
@@ -83,41 +81,6 @@ L2_COPY_BYTES, L2_COPY_SHARE = 12.25, 0.92
 throughput, share of its peak, on the H200 (tests/data/ncu/h200_*.csv: 12.25 to 12.29 bytes, 91.9% to 92.1%)."""
 TIE = 0.02
 """Two estimated gains closer than this (fraction of the copy floor) are not told apart by these models."""
-
-
-class Hint(ReportModel):
-    """One hint: its text and kind ("division", "width", "tanh", "local", "registers" from the machine code;
-    STATIC's from the launch and the machine code; "scattered", "work", "occupancy" from the counters;
-    "unexplained", "slow" from the times; "mistake" for a wrong output, grader.check.mistakes), and what fixing it
-    is estimated to be worth: the time saved (ms), the fraction of the copy floor now and after, whether that is
-    an upper bound (`bound`), and what the estimate rests on (`basis`). None: not estimated. `facts`: the numbers
-    of a static fact's model (grader.feedback.launch_facts); `lines`: the student's source lines it names; `tie`:
-    the kind of the next hint when the two estimates are within TIE (two causes)."""
-
-    text: str
-    kind: str = ""
-    saved_ms: float | None = None
-    fraction_now: float | None = None
-    fraction_after: float | None = None
-    bound: bool = False
-    basis: str = ""
-    facts: dict[str, float] = {}
-    lines: list[int] = []
-    tie: str = ""
-
-    def __str__(self) -> str:
-        """The hint as the report prints it: its text, then its estimate in words (and, where another cause's
-        estimate is as large, that there are two)."""
-        if self.saved_ms is None or self.fraction_now is None or self.fraction_after is None:
-            return self.text
-        now, after = self.fraction_now, self.fraction_after
-        two = f"; as much as the next hint's ({self.tie}): two causes, fix both" if self.tie else ""
-        if after - now < LITTLE:
-            return f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about {after:.3f}; " \
-                   f"{self.basis}{two}]"
-        word = "at most" if self.bound else "about"
-        return f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} {after:.3f}; " \
-               f"{self.basis}{two}]"
 
 
 @dataclass(frozen=True)
@@ -233,25 +196,25 @@ def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None
     """(the time after fixing the static fact `h`, whether that is a bound) from its own model (module docstring)
     and `h.facts`; (None, False) where a number the model needs is missing (a kernel not timed at a known shape)."""
     f, t = h.facts, times.kernel
-    if h.kind == "idle":
+    if h.kind == HintKind.IDLE:
         if not f.get("sms") or "empty_blocks" not in f:
             return None, False
         return max(width_copy, t - f["empty_blocks"] * EMPTY_BLOCK_NS * 1e-6 / f["sms"]), False
-    if h.kind in ("grid", "blocks"):
+    if h.kind in (HintKind.GRID, HintKind.BLOCKS):
         if not f.get("warps_fixed"):
             return None, False
         return max(width_copy, t * f["warps_now"] / f["warps_fixed"]), True
-    if h.kind == "fence":
+    if h.kind == HintKind.FENCE:
         if not f.get("resident_threads") or not f.get("elements"):
             return None, False
         waits = f["elements"] / (f.get("vector", 1.0) * f["resident_threads"]) * f.get("fences", 1.0)
         return max(width_copy, t - waits * FENCE_NS * 1e-6), False
-    if h.kind == "stores":
+    if h.kind == HintKind.STORES:
         def l2(extra: float) -> float:
             return times.floor * (L2_COPY_BYTES + extra) / L2_COPY_BYTES * L2_COPY_SHARE / ETA
         now = l2(exercise.BYTES_PER_FLOAT * (f.get("stores", 2.0) - 1))
         return max(width_copy, t - max(0.0, now - max(l2(0.0), t if now < t else 0.0))), False
-    if h.kind == "atomic":
+    if h.kind == HintKind.ATOMIC:
         return width_copy, True
     return None, False
 
@@ -261,9 +224,9 @@ def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hin
     if h.kind in STATIC:
         after, bound = static_after(h, times, width_copy)
         return _estimate(h, times, after, STATIC_BASIS, bound=bound)
-    if h.kind == "width":
+    if h.kind == HintKind.WIDTH:
         return _estimate(h, times, width_after(times, m), COUNTERS if m else COPIES)
-    if h.kind == "division":
+    if h.kind == HintKind.DIVISION:
         if m:
             return _estimate(h, times, work_after(m), COUNTERS)
         if h.facts.get("issue_ms") is not None:  # the issue slots its instructions take (launch_facts.division_facts)
@@ -319,12 +282,15 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
         bad = scattered_instructions(instructions)
         if not bad:
             return None
-        text = ("scattered accesses (from the counters, per instruction): " + "; ".join(_named(i) for i in bad[:3])
-                + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ". Consecutive threads of a warp access "
-                "addresses 32 bytes or more apart, so each 32-byte sector brings one useful float. Map threadIdx.x to "
-                "the column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so "
-                "that a warp reads and writes one contiguous piece of a row.")
-        return _estimate(Hint(text=text, kind="scattered", lines=sorted({i.line for i in bad if i.line})), m.times,
+        more = len(bad) - 3
+        text = ("scattered accesses (from the counters, per instruction): "
+                + "; ".join(_named(i) for i in bad[:3]) + (f"; and {more} more" if more > 0 else "")
+                + ". Consecutive threads of a warp access addresses 32 bytes or more apart, so each 32-byte sector "
+                "brings one useful float. Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the "
+                "column from blockIdx.x and threadIdx.x), so that a warp reads and writes one contiguous piece of a "
+                "row.")
+        lines = sorted({i.line for i in bad if i.line})
+        return _estimate(Hint(text=text, kind=HintKind.SCATTERED, lines=lines), m.times,
                          m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
     k = m.yours
     width = k.bytes_per_thread_access
@@ -349,8 +315,8 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
             f"32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. Map threadIdx.x to the "
             "column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so that a "
             "warp reads and writes one contiguous piece of a row.")
-    return _estimate(Hint(text=text, kind="scattered"), m.times, m.after(m.t_ref, m.s_issue * m.times.kernel / ETA),
-                     COUNTERS)
+    return _estimate(Hint(text=text, kind=HintKind.SCATTERED), m.times,
+                     m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
 def _work_per_elem(k: KernelCounters, idle: float) -> float | None:
@@ -388,7 +354,7 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
                  "0.5f * v * (1.0f + erff(v * 0.70710678f)).")
     else:
         text += ". Take work out of the per-element path: index arithmetic, divisions, loops, branches."
-    return _estimate(Hint(text=text, kind="work"), m.times, work_after(m, idle), COUNTERS)
+    return _estimate(Hint(text=text, kind=HintKind.WORK), m.times, work_after(m, idle), COUNTERS)
 
 
 def occupancy_hint(m: Measured) -> Hint | None:
@@ -402,7 +368,7 @@ def occupancy_hint(m: Measured) -> Hint | None:
             f"run, where {_ref_name(m)} keeps {ref.warps_pct:.0f}% resident. A kernel that streams memory needs many "
             "loads in flight to cover the memory's latency (Little's law: bytes in flight = bandwidth x latency): "
             "launch enough blocks to fill every SM several times, and keep registers per thread few.")
-    return _estimate(Hint(text=text, kind="occupancy"), m.times,
+    return _estimate(Hint(text=text, kind=HintKind.OCCUPANCY), m.times,
                      m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
@@ -422,7 +388,7 @@ def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str,
             + ". The usual causes are scattered accesses (consecutive threads not on consecutive addresses: map "
             "threadIdx.x to the column) and extra work per element (double math, costly math functions, divisions); "
             "Nsight Compute's counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
-    return _estimate(Hint(text=text, kind="unexplained"), times, times.kernel - (left - width_copy), COPIES,
+    return _estimate(Hint(text=text, kind=HintKind.UNEXPLAINED), times, times.kernel - (left - width_copy), COPIES,
                      bound=True)
 
 
@@ -435,27 +401,27 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     first marked with the second's kind where the two estimates are within TIE (`tie`). `times`: the grading's
     (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
     for the scattered hint's stride."""
-    code = [h.model_copy(update={"tie": ""}) if h.tie else h for h in hints if h.kind not in GENERATED]
+    code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
     m = measured(counters, times)
-    scalar = any(h.kind == "width" for h in code)
+    scalar = any(h.kind == HintKind.WIDTH for h in code)
     width_copy = times.one_float if scalar else times.floor
     out = [_costed(h, times, m, width_copy) for h in code]
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
         made = [scattered_hint(m, cols, counters.instructions)]
-        if not any(h.kind in ("grid", "blocks") for h in static):  # the same cause, named by the launch
+        if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
             made.append(occupancy_hint(m))
-        if not any(h.kind == "division" for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
-            idle = next((h.facts for h in code if h.kind == "idle"), {})
+        if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
+            idle = next((h.facts for h in code if h.kind == HintKind.IDLE), {})
             made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
     else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
         narrow = scalar or any(0 < h.facts.get("vector", 4.0) < 4 for h in code)
         explained = sum(h.saved_ms for h in static)
         made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
-    order = {"unexplained": 0, "scattered": 1, "work": 2, "occupancy": 3}
+    order = {HintKind.UNEXPLAINED: 0, HintKind.SCATTERED: 1, HintKind.WORK: 2, HintKind.OCCUPANCY: 3}
     estimated = sorted((h for h in out if h.saved_ms is not None),
                        key=lambda h: (-round(h.saved_ms, 4), order.get(h.kind, 9)))
     if len(estimated) > 1 and estimated[1].fraction_after - estimated[1].fraction_now >= LITTLE and \

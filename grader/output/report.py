@@ -26,12 +26,12 @@ from grader.core.model import ReportModel
 from grader.core.text import printable, printable_lines
 from grader.timing.timer import Table, TimedRow
 from grader.check.verify import Verification
-from grader.feedback.worth import Hint
+from grader.feedback.hint import Hint, HintKind
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
 SCHEMA_VERSION = 3
 """2: table rows are grader.timing.timer.TimedRow (values_per_elem and value_bytes instead of floats_per_elem);
-stage is one of grader.core.errors.Stage. 3: hints are grader.feedback.worth.Hint objects (text, kind, and what fixing each
+stage is one of grader.core.errors.Stage. 3: hints are grader.feedback.hint.Hint objects (text, kind, and what fixing each
 is estimated to be worth), ranked; a hint read from an older report (a string) becomes a Hint with its text alone."""
 
 
@@ -225,7 +225,7 @@ def first_step(r: GradeReport) -> tuple[str, Hint | None]:
     grader's; busy and no-gpu: run again where the GPU is free or present (no-gpu with the tanh hint: the output will
     be wrong); gold with nothing to fix: says so (or the first flag on the student's row or sentence)."""
     kind = outcome(r.verdict, r.stage)
-    tanh = next((h for h in r.hints if h.kind == "tanh"), None)
+    tanh = next((h for h in r.hints if h.kind == HintKind.TANH), None)
     if kind in ("gold", "silver", "slow"):
         if r.hints:
             return "", r.hints[0]
