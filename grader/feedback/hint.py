@@ -60,8 +60,8 @@ class HintKind(StrEnum):
 
 
 LITTLE = 0.005
-"""An estimated gain under this fraction of the copy floor is "worth little on its own now" (chosen: half of the
-0.01 the report prints its gains to, so "worth +0.00" is never written)."""
+"""An estimated gain under this fraction of the copy floor is "worth little on its own now" (chosen: half the 0.01
+step the report prints a gain in: a smaller gain would read "+0.00")."""
 
 
 class Hint(ReportModel):
@@ -94,11 +94,11 @@ class Hint(ReportModel):
         now, after = self.fraction_now, self.fraction_after
         two = f"; as much as the next hint's ({self.tie}): two causes, fix both" if self.tie else ""
         if after - now < LITTLE:
-            return f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about {after:.3f}; " \
-                   f"{self.basis}{two}]"
+            return (f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about "
+                    f"{after:.3f}; {self.basis}{two}]")
         word = "at most" if self.bound else "about"
-        return f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} {after:.3f}; " \
-               f"{self.basis}{two}]"
+        return (f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} "
+                f"{after:.3f}; {self.basis}{two}]")
 
     def __contains__(self, item: object) -> bool:
         """Refused: a hint was a str once (CodeHint), and `"x" in hint` on a model would quietly be False."""

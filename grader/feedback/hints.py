@@ -72,7 +72,8 @@ TANHF_CONSTANTS = {
     0x3C80F082: "0.01574 (tanhf's polynomial)",
 }
 """Bit patterns of float immediates of NVRTC 13.5's inline tanhf that no other float math function uses
-(module docstring). Two or more of them in the kernel mean tanhf (matched with the sign bit cleared)."""
+(module docstring). TANH_CONSTANTS_NEEDED or more of them in the kernel mean tanhf (matched with the sign bit
+cleared)."""
 
 TANH_DOUBLE_CONSTANTS = {
     0x3FC111111110FA4A: "0.13333 (tanh's series)",
@@ -80,7 +81,13 @@ TANH_DOUBLE_CONSTANTS = {
     0x3F9664F47EC0C8CF: "0.02187 (tanh's series)",
     0xBF8226E1F3CF1EF5: "-0.00886 (tanh's series)",
 }
-"""Double immediates of NVRTC 13.5's inline tanh(double) that no other double math function checked uses."""
+"""Double immediates of NVRTC 13.5's inline tanh(double) that no other double math function checked uses
+(TANH_CONSTANTS_NEEDED or more of them mean tanh(double))."""
+
+TANH_CONSTANTS_NEEDED = 2
+"""Library constants of TANHF_CONSTANTS (or of TANH_DOUBLE_CONSTANTS) a kernel must hold to be read as calling tanhf
+(tanh): a count. Chosen: no other math function checked uses any of them (module docstring), but one value alone
+may be a student's own."""
 
 GELU_TANH_VALUES = {
     0.044715: "0.044715 (the tanh GELU's cubic coefficient)",
@@ -243,10 +250,10 @@ def _constant_signs(floats: set[int] | frozenset[int], doubles: set[int] | froze
     doubles = {c & 0x7FFFFFFFFFFFFFFF for c in doubles}
     signs = []
     hits = [what for c, what in TANHF_CONSTANTS.items() if c & 0x7FFFFFFF in floats]
-    if len(hits) >= 2:
+    if len(hits) >= TANH_CONSTANTS_NEEDED:
         signs.append("tanhf's inline expansion (constants " + ", ".join(h.split(" (")[0] for h in hits) + ")")
     hits = [what for c, what in TANH_DOUBLE_CONSTANTS.items() if c & 0x7FFFFFFFFFFFFFFF in doubles]
-    if len(hits) >= 2:
+    if len(hits) >= TANH_CONSTANTS_NEEDED:
         signs.append("tanh(double)'s inline expansion")
     values = [struct.unpack(">f", c.to_bytes(4, "big"))[0] for c in floats]
     values += [struct.unpack(">d", c.to_bytes(8, "big"))[0] for c in doubles]

@@ -38,7 +38,8 @@ never under t_w:
   atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
 Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
 Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's
-measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
+measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the
+estimate of its width hint says 0.594.
 """
 
 from __future__ import annotations
@@ -53,13 +54,39 @@ ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
 L2 at 92.5% and DRAM at 88.4%, the double kernel's issue slots at 91.5%)."""
 SCATTER_X = 1.5
-"""Global load or store sectors per element over this many times a coalesced access's make a scattered one."""
+"""Global load or store sectors per element over this many times a coalesced access's make a scattered one (a
+ratio; chosen between the H200 recordings' coalesced kernels, 1.00, and scattered ones, 4.1 to 8.0:
+tests/data/ncu/h200_col_major.csv, h200_transposed.csv, h200_chunk16.csv)."""
 WORK_X = 1.2
-"""Warp instructions per element over this many times the reference's are extra work."""
+"""Warp instructions per element over this many times the reference's are extra work (a ratio; chosen between the
+H200 recordings' kernels without extra work per element, up to 1.08 (h200_fence_twice.csv, h200_grid16.csv), and the
+least of those with it, 1.27 (h200_chunk16.csv), in tests/data/ncu/)."""
 OCCUPANCY_X = 0.6
 """Resident warps under this share of the reference's are too few (tests/data/silver/stride_float4.cu: 0.46)."""
+OCCUPANCY_SLOWER = 1.1
+"""The too-few-warps hint also needs the kernel over this many times its reference's time (t_ref): within it, more
+warps have nothing to win (a ratio; chosen: the H200 recordings' kernels with too few warps ran 1.27
+(stride_float4) to 16.3 (grid16) times their reference, tests/data/ncu/)."""
+PIPE_BUSY_PCT = 5.0
+"""A pipe (FP64, XU) at or over this share of its peak, percent (ncu's
+sm__inst_executed_pipe_*.avg.pct_of_peak_sustained_active), and over PIPE_OVER_REF x the reference's share is named
+by the extra-work hint; the FP64 pipe that busy also gets the work hint beside a division hint (rank). Chosen: on the
+H200 every float kernel's FP64 pipe reads 0.0% and the two double kernels' 52.1% and 53.4%
+(tests/data/ncu/h200_double.csv, h200_double_math.csv); the references' XU pipe 7.2% (the page's answer) and 12.7%
+(the model answer)."""
+PIPE_OVER_REF = 2.0
+"""See PIPE_BUSY_PCT: the kernel's pipe share over this many times its reference's (a ratio; chosen: on the H200 the
+XU pipe of the normcdff, integer-division and double kernels ran 2.4 to 4.9 times their reference's, that of the
+others 0.3 to 1.4 times, tests/data/ncu/h200_*.csv)."""
 UNEXPLAINED_X = 1.25
-"""Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint."""
+"""Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint (a ratio
+of times; chosen)."""
+SCATTERED_NAMED = 3
+"""The scattered hint from the source-level counters names at most this many instructions, then "and N more"
+(chosen: a warning the student reads, not a listing)."""
+RANK_MS_DIGITS = 4
+"""Estimates of the time saved are compared rounded to this many decimals of a ms (0.1 us), so two estimates equal
+but for float rounding are ordered by kind (rank; chosen: far below the timing's resolution)."""
 GENERATED = (HintKind.UNEXPLAINED, HintKind.SCATTERED, HintKind.WORK, HintKind.OCCUPANCY, HintKind.SLOW)
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
@@ -259,7 +286,8 @@ def _named(i: InstructionCounters) -> str:
 
 def access_suspect(c: Counters | None) -> bool:
     """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
-    the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its line."""
+    the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its
+    line."""
     k = c.get(YOURS) if c is not None and not c.unavailable else None
     if k is None:
         return False
@@ -282,9 +310,9 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
         bad = scattered_instructions(instructions)
         if not bad:
             return None
-        more = len(bad) - 3
+        more = len(bad) - SCATTERED_NAMED
         text = ("scattered accesses (from the counters, per instruction): "
-                + "; ".join(_named(i) for i in bad[:3]) + (f"; and {more} more" if more > 0 else "")
+                + "; ".join(_named(i) for i in bad[:SCATTERED_NAMED]) + (f"; and {more} more" if more > 0 else "")
                 + ". Consecutive threads of a warp access addresses 32 bytes or more apart, so each 32-byte sector "
                 "brings one useful float. Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the "
                 "column from blockIdx.x and threadIdx.x), so that a warp reads and writes one contiguous piece of a "
@@ -341,13 +369,14 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
     text = (f"extra work per element (from the counters): the kernel's warps executed {ipe:.2f} instructions per "
             f"element where {said}, and its issue slots were busy {k.issue_pct or 0:.0f}% of the launch ({name}: "
             f"{ref.issue_pct or 0:.0f}%)")
-    fp64, xu = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0)), (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
-    if fp64[0] >= 5 and fp64[0] > 2 * fp64[1]:
+    fp64 = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0))
+    xu = (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
+    if fp64[0] >= PIPE_BUSY_PCT and fp64[0] > PIPE_OVER_REF * fp64[1]:
         text += (f". The FP64 pipe ran at {fp64[0]:.0f}% of its peak ({name}: {fp64[1]:.0f}%): the kernel computes "
                  "in double. x, bias and out are float, and 0.5f * v * (1.0f + erff(v * 0.70710678f)) is the exact "
                  "GELU in float; double math runs on the FP64 pipe, at a fraction of the float rate, with a "
                  "conversion each way.")
-    elif xu[0] >= 5 and xu[0] > 2 * xu[1]:
+    elif xu[0] >= PIPE_BUSY_PCT and xu[0] > PIPE_OVER_REF * xu[1]:
         text += (f". The XU pipe (special functions and conversions) ran at {xu[0]:.0f}% of its peak ({name}: "
                  f"{xu[1]:.0f}%): a math function costlier than erff (normcdff, expf, powf, a float division), "
                  "conversions, or an integer division by a run-time value. The exact GELU in float is "
@@ -359,10 +388,10 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
 
 def occupancy_hint(m: Measured) -> Hint | None:
     """The too-few-warps hint when the SMs held under OCCUPANCY_X x the reference's resident warps and the kernel
-    is over 10% slower than the reference; None otherwise."""
+    is over OCCUPANCY_SLOWER x the reference's time (10% slower); None otherwise."""
     k, ref = m.yours, m.ref
     if k.warps_pct is None or not ref.warps_pct or k.warps_pct >= OCCUPANCY_X * ref.warps_pct \
-            or m.times.kernel <= 1.1 * m.t_ref:
+            or m.times.kernel <= OCCUPANCY_SLOWER * m.t_ref:
         return None
     text = (f"too few warps in flight (from the counters): the SMs held {k.warps_pct:.0f}% of the warps they can "
             f"run, where {_ref_name(m)} keeps {ref.warps_pct:.0f}% resident. A kernel that streams memory needs many "
@@ -413,17 +442,17 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
         made = [scattered_hint(m, cols, counters.instructions)]
         if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
             made.append(occupancy_hint(m))
-        if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
+        if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT):
             idle = next((h.facts for h in code if h.kind == HintKind.IDLE), {})
             made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
     else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
-        narrow = scalar or any(0 < h.facts.get("vector", 4.0) < 4 for h in code)
+        narrow = scalar or any(0 < h.facts.get("vector", MODEL_FLOATS) < MODEL_FLOATS for h in code)
         explained = sum(h.saved_ms for h in static)
         made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
     order = {HintKind.UNEXPLAINED: 0, HintKind.SCATTERED: 1, HintKind.WORK: 2, HintKind.OCCUPANCY: 3}
     estimated = sorted((h for h in out if h.saved_ms is not None),
-                       key=lambda h: (-round(h.saved_ms, 4), order.get(h.kind, 9)))
+                       key=lambda h: (-round(h.saved_ms, RANK_MS_DIGITS), order.get(h.kind, len(order))))
     if len(estimated) > 1 and estimated[1].fraction_after - estimated[1].fraction_now >= LITTLE and \
             (estimated[0].fraction_after - estimated[0].fraction_now) - \
             (estimated[1].fraction_after - estimated[1].fraction_now) < TIE:
