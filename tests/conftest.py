@@ -122,8 +122,8 @@ def kernel_cache_folder(tmp_path_factory):
 @pytest.fixture(scope="session")
 def gpu():
     """A grader.gpu.device.Gpu on device 0, or a skip with the reason there is none."""
-    from grader.gpu.device import open_gpu
     from grader.core.errors import NoGpuError
+    from grader.gpu.device import open_gpu
 
     try:
         return open_gpu()

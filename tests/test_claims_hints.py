@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SUBMISSIONS, hint_texts
 from grader import exercise
 from grader.compile.nvrtc import compile_kernels
-from grader.source.claims import find_claim, parse_claim, parse_row
-from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.feedback.hints import code_hints, ptx_facts
+from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, find_claim, implied_gbs, parse_claim, parse_row
 from grader.source.read import read_submission
-
-from conftest import SUBMISSIONS, hint_texts
 
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 
@@ -359,7 +357,7 @@ def test_examples_get_their_hints(name, expected):
 
 
 # --- the row and the sentence as plain comments, in the page's own form -----------------------------------
-from grader.source.claims import NOTE_KINDS, find_claim, find_row  # noqa: E402
+from grader.source.claims import NOTE_KINDS, find_row  # noqa: E402
 from grader.source.contract import parse_contract  # noqa: E402
 
 

@@ -9,9 +9,8 @@ import re
 
 import pytest
 
-from grader.pipeline.grade import grade_file
-
 from conftest import ROOT, SUBMISSIONS
+from grader.pipeline.grade import grade_file
 
 pytestmark = pytest.mark.gpu
 

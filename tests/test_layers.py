@@ -12,13 +12,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
     # the stage packages (each __init__.py is its docstring, importing nothing)
-    ["grader.source", "grader.compile", "grader.gpu", "grader.check", "grader.timing", "grader.feedback", "grader.output",
-     "grader.batch"],
+    ["grader.source", "grader.compile", "grader.gpu", "grader.check", "grader.timing", "grader.feedback",
+     "grader.output", "grader.batch"],
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
     ["grader.core.version"],
-    ["grader", "grader.core", "grader.pipeline", "grader.exercise", "grader.core.errors", "grader.core.text", "grader.source.lexer", "grader.core.procs",
-     "grader.source.prelude", "grader.output.svgplot", "grader.compile.cubin"],
+    ["grader", "grader.core", "grader.pipeline", "grader.exercise", "grader.core.errors", "grader.core.text",
+     "grader.source.lexer", "grader.core.procs", "grader.source.prelude", "grader.output.svgplot",
+     "grader.compile.cubin"],
     # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
     ["grader.source.pragmas"],
     # readers of its tokens: the include policy, the whole-program tokens

@@ -14,11 +14,11 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import SUBMISSIONS, ended, hint_texts
 
+from conftest import SUBMISSIONS, ended, hint_texts
 from grader import exercise
-from grader.feedback import sass, sass_disassembler
 from grader.compile.nvrtc import compile_kernels
+from grader.feedback import sass, sass_disassembler
 from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
 from grader.feedback.sass import Disassembler, DisassemblyError
 from grader.source.read import read_submission
@@ -446,8 +446,8 @@ def test_the_tool_runs_on_a_private_copy_with_a_clean_environment(tmp_path, monk
     assert args.startswith("ARGS -ndf -g ") and args.endswith("/kernel.cubin")  # -g: the source lines
     assert "drwx------" in out and "-rw-------" in out and "CUBIN-BYTES" in out
     assert list((tmp_path / "tmp").iterdir()) == []  # the private folder is gone
-    assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == ["/x/cuobjdump", "-sass", "-res-usage",
-                                                                                  "k.cubin"]
+    assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == [
+        "/x/cuobjdump", "-sass", "-res-usage", "k.cubin"]
 
 
 def test_a_cubin_over_the_limit_is_not_disassembled(monkeypatch):

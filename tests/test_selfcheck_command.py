@@ -9,7 +9,6 @@ import importlib.metadata
 import tomllib
 
 from conftest import ROOT
-
 from grader import cli
 from grader.core.errors import EXIT_GRADER
 

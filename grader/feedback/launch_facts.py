@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 
 from grader import exercise
+from grader.core.launch import LaunchSpec
+from grader.feedback.hint import Hint, HintKind
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
-from grader.feedback.hint import Hint, HintKind
-from grader.core.launch import LaunchSpec
 
 REGISTERS_PER_SM = 65536
 """32-bit registers of one SM, the same from sm_50 to sm_121 (CUDA C++ Programming Guide, compute capabilities)."""
