@@ -43,6 +43,19 @@ def ended(*pids: int) -> bool:
     return wait_until(lambda: not any(alive(p) for p in pids))
 
 
+HINT_WORDS = {"look at your bias index first": "division", "is 4 bytes wide": "width",
+              "is a different function": "tanh", "uses local memory": "local", "registers per thread": "registers"}
+"""Words each hint from the machine code or the PTX (grader.feedback.hints) says, and its kind."""
+
+
+def hint_texts(hints: list) -> list[str]:
+    """The texts of `hints` (grader.feedback.hint.Hint objects, as code_hints gives them), each hint's kind checked
+    against the words its text says (HINT_WORDS): the tests of the code hints match words in their texts."""
+    for h in hints:
+        assert {kind for words, kind in HINT_WORDS.items() if words in h.text} == {h.kind}, h
+    return [h.text for h in hints]
+
+
 GROWTH = 8
 """assert_linear's large input is GROWTH times its small one."""
 MAX_RATIO = 20
@@ -109,8 +122,8 @@ def kernel_cache_folder(tmp_path_factory):
 @pytest.fixture(scope="session")
 def gpu():
     """A grader.gpu.device.Gpu on device 0, or a skip with the reason there is none."""
-    from grader.gpu.device import open_gpu
     from grader.core.errors import NoGpuError
+    from grader.gpu.device import open_gpu
 
     try:
         return open_gpu()

@@ -11,13 +11,11 @@ import pytest
 
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.exercises import bias_gelu as exercise
+from conftest import SUBMISSIONS, hint_texts
 from grader.compile.nvrtc import compile_kernels
-from grader.source.claims import find_claim, parse_claim, parse_row
-from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, implied_gbs
 from grader.feedback.hints import code_hints, ptx_facts
+from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, find_claim, implied_gbs, parse_claim, parse_row
 from grader.source.read import read_submission
-
-from conftest import SUBMISSIONS
 
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 
@@ -244,7 +242,8 @@ def compiled(name: str):
 
 def hints(name: str, scalar=SCALAR, floor=FLOOR) -> list[str]:
     ptx, mangled = compiled(name)
-    return code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor, floor_name="cuMemcpyDtoD")
+    return hint_texts(code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor,
+                                 floor_name="cuMemcpyDtoD"))
 
 
 def has(hs, text) -> bool:
@@ -353,12 +352,13 @@ def hints_of(ptx: str) -> int:
 def test_examples_get_their_hints(name, expected):
     sub = read_submission(SUBMISSIONS / name, BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
-    hs = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)
+    mangled = c.kernels[exercise.KERNEL_NAME].mangled
+    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
 
 
 # --- the row and the sentence as plain comments, in the page's own form -----------------------------------
-from grader.source.claims import NOTE_KINDS, find_claim, find_row  # noqa: E402
+from grader.source.claims import NOTE_KINDS, find_row  # noqa: E402
 from grader.source.contract import parse_contract  # noqa: E402
 
 

@@ -9,9 +9,8 @@ import re
 
 import pytest
 
-from grader.pipeline.grade import grade_file
-
 from conftest import ROOT, SUBMISSIONS
+from grader.pipeline.grade import grade_file
 
 pytestmark = pytest.mark.gpu
 
@@ -56,15 +55,34 @@ def test_timed_launches_are_checked(gpu):
     assert report.fraction <= 1.05  # a correct kernel moves what the copy moves
 
 
+NEAR = 0.01
+"""Two gradings of one file may disagree only where both fractions lie this close to the threshold between them
+(fraction of the copy floor; chosen: docs/h200.md has the two examples at 0.963 and 0.566 on the H200, and 8
+gradings at once within 0.3% of solo)."""
+
+
 def test_five_gradings_give_one_verdict(gpu):
-    from grader.core import exercise as course
+    """Each grading's verdict is the one its fraction gives (verdict_for), inside its own band, `borderline` exactly
+    when that band straddles a threshold; two gradings disagree only when both fractions lie within NEAR of the
+    threshold between them. Asserted on every run, near a threshold too."""
+    from grader.core import exercise
+    from grader.pipeline.grade import verdict_for
+    from grader.timing.measure import straddles
 
     for name in ("gold_float4.cu", "page_scalar.cu"):
         reports = [grade_file(str(SUBMISSIONS / name)) for _ in range(5)]
         fractions = [r.fraction for r in reports]
-        near = any(abs(f - t) <= 0.01 for f in fractions for t in (course.SILVER, course.GOLD))
-        if not near:
-            assert len({r.verdict for r in reports}) == 1, fractions
+        for r in reports:
+            assert r.stage == "grade" and r.fraction is not None, (name, r.verdict, r.reason)
+            assert r.verdict == verdict_for(r.fraction), (name, r.verdict, r.fraction)
+            assert r.fraction_low <= r.fraction <= r.fraction_high, (name, r.fraction_low, r.fraction_high)
+            assert r.borderline == straddles(r.fraction_low, r.fraction_high), (name, r.fraction_low, r.fraction_high)
+        for a in reports:
+            for b in reports:
+                if a.verdict != b.verdict:
+                    between = [t for t in (exercise.SILVER, exercise.GOLD)
+                               if min(a.fraction, b.fraction) < t <= max(a.fraction, b.fraction)]
+                    assert all(abs(f - t) <= NEAR for t in between for f in (a.fraction, b.fraction)), fractions
 
 
 def test_kernel_printf_cannot_forge_the_report(gpu):

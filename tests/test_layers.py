@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = [
     # the stage packages (each __init__.py is its docstring, importing nothing)
-    ["grader.source", "grader.compile", "grader.gpu", "grader.check", "grader.timing", "grader.feedback", "grader.output",
-     "grader.batch"],
+    ["grader.source", "grader.compile", "grader.gpu", "grader.check", "grader.timing", "grader.feedback",
+     "grader.output", "grader.batch"],
     # what everything may use: the version (the package root), constants, errors and stage names, text, and
     # the bottom of stage 1: the tokenizer of C source
     ["grader.core.version"],
@@ -28,9 +28,9 @@ LAYERS = [
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
     ["grader.core.model", "grader.check.draws"],
-    # pure data and numerics: launches as data, the student's claims, float64 references
+    # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
-    ["grader.core.launch", "grader.source.claims", "grader.feedback.counters",
+    ["grader.core.launch", "grader.source.claims", "grader.feedback.counters", "grader.feedback.hint",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
      "grader.output.gradescope_export"],
     ["grader.feedback.sass", "grader.check.mistakes"],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from conftest import SUBMISSIONS, ended
+from conftest import SUBMISSIONS, ended, hint_texts
 
 from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass, sass_disassembler
@@ -70,7 +70,8 @@ def _facts(name: str, tool: Disassembler, arch: str, source: str | None):
 
 
 def hints_of(name: str, scalar=SCALAR, floor=FLOOR, tool: Disassembler | None = None) -> list[str]:
-    return sass_hints(facts_of(name, tool), scalar_copy_gbs=scalar, floor_gbs=floor, floor_name="cuMemcpyDtoD")
+    return hint_texts(sass_hints(facts_of(name, tool), scalar_copy_gbs=scalar, floor_gbs=floor,
+                                 floor_name="cuMemcpyDtoD"))
 
 
 def kinds(hs: list[str]) -> set[str]:
@@ -158,7 +159,7 @@ def test_a_helper_named_like_the_routine_and_round_up_conversions_are_not_divisi
     for tool in TOOLS:
         f = facts_of("round_up", tool, source=round_up)
         assert not f.int_division and f.division_sequences == (), (tool.tool, f)
-        assert not any("divides" in h for h in sass_hints(f, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+        assert not any("divides" in h for h in hint_texts(sass_hints(f, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)))
 
 
 @needs_tool
@@ -214,7 +215,7 @@ def test_other_math_functions_do_not_look_like_tanh():
     f = facts_of("math", source=source)
     assert f.mufu_count("EX2") >= 5 and f.mufu_count("RCP") >= 5  # they do use both units
     assert f.exp_reciprocals == 0 and f.mufu_count("TANH") == 0
-    assert not any(TANH in h for h in sass_hints(f, scalar_copy_gbs=None, floor_gbs=None))
+    assert not any(TANH in h for h in hint_texts(sass_hints(f, scalar_copy_gbs=None, floor_gbs=None)))
     assert facts_of("tanhf", source=source.replace("erff(v)", "tanhf(v)")).exp_reciprocals == 1  # the control
 
 
@@ -311,7 +312,8 @@ def test_hints_that_the_ptx_cannot_give():
     for name, kind in (("quick_gelu.cu", TANH), ("local_array.cu", LOCAL), ("spill.cu", LOCAL),
                        ("many_registers.cu", REGS)):
         _, ptx, info = build(name)
-        assert kind not in kinds(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)), name
+        from_ptx = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+        assert kind not in kinds(from_ptx), name
         assert kind in kinds(hints_of(name)), name
 
 
@@ -365,9 +367,10 @@ def test_register_limit_arithmetic():
 @needs_tool
 def test_code_hints_reads_the_cubin_when_given_one():
     cubin, ptx, info = build("mod_cols.cu")
-    hs = code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin, arch="sm_90")
+    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin,
+                               arch="sm_90"))
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_SASS in h for h in hs)
-    hs = code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)  # no cubin: the PTX, as before
+    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))  # no cubin: the PTX
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_PTX in h for h in hs)
     assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin) == []
 
@@ -390,7 +393,8 @@ def no_disassembler(monkeypatch):
 def test_without_a_disassembler_the_hints_come_from_the_ptx(no_disassembler):
     for name, expected in (("mod_cols.cu", {BIAS, LOADS}), ("tanh.cu", {TANH, LOADS}), ("gold_float4.cu", set())):
         cubin, ptx, info = build(name)
-        hs = code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin, arch="sm_90")
+        hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin,
+                               arch="sm_90"))
         assert kinds(hs) == expected and all(FROM_PTX in h for h in hs), name
     assert sass.sass_facts(build("mod_cols.cu")[0], build("mod_cols.cu")[2].mangled) is None
 
@@ -409,7 +413,7 @@ def test_a_failing_disassembler_falls_back_to_the_ptx(tmp_path, monkeypatch, bod
     monkeypatch.setattr(sass_disassembler, "MAX_OUTPUT_BYTES", 1 << 16)
     monkeypatch.setattr(sass, "find_disassembler", lambda: tool)
     cubin, ptx, info = build("mod_cols.cu")
-    hs = code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin)
+    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin))
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_PTX in h for h in hs)
 
 
@@ -443,8 +447,8 @@ def test_the_tool_runs_on_a_private_copy_with_a_clean_environment(tmp_path, monk
     assert args.startswith("ARGS -ndf -g ") and args.endswith("/kernel.cubin")  # -g: the source lines
     assert "drwx------" in out and "-rw-------" in out and "CUBIN-BYTES" in out
     assert list((tmp_path / "tmp").iterdir()) == []  # the private folder is gone
-    assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == ["/x/cuobjdump", "-sass", "-res-usage",
-                                                                                  "k.cubin"]
+    assert sass_disassembler.command(Disassembler("cuobjdump", "/x/cuobjdump"), "k.cubin") == [
+        "/x/cuobjdump", "-sass", "-res-usage", "k.cubin"]
 
 
 def test_a_cubin_over_the_limit_is_not_disassembled(monkeypatch):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import tomllib
 
 from conftest import ROOT
-
 from grader import cli
 from grader.core.errors import EXIT_GRADER
 
@@ -27,10 +27,22 @@ def test_the_entry_point_gives_the_selfchecks_parser_and_run():
     assert run is selfcheck.run and own.format_help() == selfcheck.parser().format_help()
 
 
-def test_the_installed_metadata_agrees_with_the_tree():
-    installed = list(importlib.metadata.entry_points(group=cli.COMMAND_GROUP, name="selfcheck"))
-    if installed:  # an install made before the group existed has none: the tree's file is read (next test)
-        assert [e.value for e in installed] == [VALUE]
+def test_the_trees_entry_point_loads_and_is_the_one_grade_uses():
+    """In every checkout, installed or not: the entry point pyproject.toml declares (read here with tomllib, not
+    with grader.cli's reader) loads the self-check's parser and run; the installed metadata names no other (an
+    install made before the group existed names none); and the one `grade selfcheck` uses is that one."""
+    from reference_kernels import selfcheck
+
+    points = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    tree = importlib.metadata.EntryPoint(name="selfcheck", value=points[cli.COMMAND_GROUP]["selfcheck"],
+                                         group=cli.COMMAND_GROUP)
+    assert tree.value == VALUE
+    own, run = tree.load()()
+    assert run is selfcheck.run and own.format_help() == selfcheck.parser().format_help()
+    installed = [e.value for e in importlib.metadata.entry_points(group=cli.COMMAND_GROUP, name="selfcheck")]
+    assert installed in ([], [VALUE]), installed
+    used = cli.command_entry_point("selfcheck")
+    assert used is not None and (used.name, used.value, used.group) == (tree.name, tree.value, tree.group)
 
 
 def test_a_checkout_not_installed_reads_its_own_pyproject(monkeypatch):

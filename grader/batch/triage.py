@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from grader.batch.gradebook import BatchResult, to_look_at
-from grader.feedback.worth import Hint
+from grader.feedback.hint import Hint, HintKind
 from grader.output.gradescope import gradescope_score
 from grader.output.report import OUTCOMES, first_step, outcome
 from grader.source.claims import NOTE_KINDS
@@ -34,12 +34,12 @@ GLYPHS = {"gold": "\u2605", "silver": "\u25c6", "slow": "\u25bc", "wrong": "\u27
 words, so a verdict never rests on colour alone."""
 TRIAGE_ORDER = ("grader", "busy", "error", "wrong", "slow", "silver", "gold", "no-gpu")
 """The table's order after the rows to look at: the rows that need the instructor or a student's fix first."""
-HINT_LABELS = {"width": "4-byte loads", "division": "division in the index", "tanh": "tanh GELU",
-               "local": "local memory", "registers": "many registers", "scattered": "scattered accesses",
-               "work": "extra instructions", "occupancy": "few warps resident", "unexplained": "slow, cause not found",
-               "slow": "correct but slow"}
-"""Short names of the hint kinds (grader.feedback.hints and grader.feedback.worth make them; an unknown kind is shown
-as it is named)."""
+HINT_LABELS = {HintKind.WIDTH: "4-byte loads", HintKind.DIVISION: "division in the index", HintKind.TANH: "tanh GELU",
+               HintKind.LOCAL: "local memory", HintKind.REGISTERS: "many registers",
+               HintKind.SCATTERED: "scattered accesses", HintKind.WORK: "extra instructions",
+               HintKind.OCCUPANCY: "few warps resident", HintKind.UNEXPLAINED: "slow, cause not found",
+               HintKind.SLOW: "correct but slow"}
+"""Short names of the hint kinds (grader.feedback.hint.HintKind; a kind not here is shown as it is named)."""
 STAGE_LABELS = {"verify": "wrong output", "input": "file not readable", "source": "refused code",
                 "compile": "compile error", "contract": "name or parameters", "launch": "launch refused",
                 "run": "fault or time limit", "grader": "the grader failed", "install": "the grader's install",

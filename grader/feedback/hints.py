@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from grader.core import exercise as course
 from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass
+from grader.feedback.hint import Hint, HintKind
 from grader.feedback.launch_facts import MAX_WARPS_PER_SM, REGISTERS_PER_SM, register_limited_warps  # noqa: F401
 from grader.feedback.sass import SassFacts
 
@@ -72,7 +73,8 @@ TANHF_CONSTANTS = {
     0x3C80F082: "0.01574 (tanhf's polynomial)",
 }
 """Bit patterns of float immediates of NVRTC 13.5's inline tanhf that no other float math function uses
-(module docstring). Two or more of them in the kernel mean tanhf (matched with the sign bit cleared)."""
+(module docstring). TANH_CONSTANTS_NEEDED or more of them in the kernel mean tanhf (matched with the sign bit
+cleared)."""
 
 TANH_DOUBLE_CONSTANTS = {
     0x3FC111111110FA4A: "0.13333 (tanh's series)",
@@ -80,7 +82,13 @@ TANH_DOUBLE_CONSTANTS = {
     0x3F9664F47EC0C8CF: "0.02187 (tanh's series)",
     0xBF8226E1F3CF1EF5: "-0.00886 (tanh's series)",
 }
-"""Double immediates of NVRTC 13.5's inline tanh(double) that no other double math function checked uses."""
+"""Double immediates of NVRTC 13.5's inline tanh(double) that no other double math function checked uses
+(TANH_CONSTANTS_NEEDED or more of them mean tanh(double))."""
+
+TANH_CONSTANTS_NEEDED = 2
+"""Library constants of TANHF_CONSTANTS (or of TANH_DOUBLE_CONSTANTS) a kernel must hold to be read as calling tanhf
+(tanh): a count. Chosen: no other math function checked uses any of them (module docstring), but one value alone
+may be a student's own."""
 
 GELU_TANH_VALUES = {
     0.044715: "0.044715 (the tanh GELU's cubic coefficient)",
@@ -106,19 +114,6 @@ _FLOAT_IMM = re.compile(r"\b0[fF]([0-9A-Fa-f]{8})\b")
 _DOUBLE_IMM = re.compile(r"\b0[dD]([0-9A-Fa-f]{16})\b")
 _TYPE_BITS = re.compile(r"^[bsuf](8|16|32|64|128)$")
 _NOT_GLOBAL = {"shared", "local", "param", "const", "tex"}
-
-
-class CodeHint(str):
-    """A hint from the machine code or the PTX: its text (it is a str) and its `kind`, which grader.feedback.worth
-    costs: "division" (the bias index's integer division), "width" (only 4-byte loads), "tanh" (the tanh form),
-    "local" (local memory), "registers" (too many registers per thread)."""
-
-    kind: str
-
-    def __new__(cls, kind: str, text: str) -> "CodeHint":
-        obj = super().__new__(cls, text)
-        obj.kind = kind
-        return obj
 
 
 @dataclass(frozen=True)
@@ -256,10 +251,10 @@ def _constant_signs(floats: set[int] | frozenset[int], doubles: set[int] | froze
     doubles = {c & 0x7FFFFFFFFFFFFFFF for c in doubles}
     signs = []
     hits = [what for c, what in TANHF_CONSTANTS.items() if c & 0x7FFFFFFF in floats]
-    if len(hits) >= 2:
+    if len(hits) >= TANH_CONSTANTS_NEEDED:
         signs.append("tanhf's inline expansion (constants " + ", ".join(h.split(" (")[0] for h in hits) + ")")
     hits = [what for c, what in TANH_DOUBLE_CONSTANTS.items() if c & 0x7FFFFFFFFFFFFFFF in doubles]
-    if len(hits) >= 2:
+    if len(hits) >= TANH_CONSTANTS_NEEDED:
         signs.append("tanh(double)'s inline expansion")
     values = [struct.unpack(">f", c.to_bytes(4, "big"))[0] for c in floats]
     values += [struct.unpack(">d", c.to_bytes(8, "big"))[0] for c in doubles]
@@ -284,7 +279,7 @@ def sass_tanh_signs(facts: SassFacts) -> tuple[str, ...]:
 
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME, cubin: bytes | None = None,
-               arch: str | None = None, reading: sass.Reading | None = None) -> list[CodeHint]:
+               arch: str | None = None, reading: sass.Reading | None = None) -> list[Hint]:
     """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
     `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
     found (grader.feedback.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
@@ -306,9 +301,9 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
       of the arch the listing names).
 
     Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.feedback.sass), unless
-    `reading` (a grader.feedback.sass.Reading of that cubin, started earlier) has run it already. Returns CodeHints
-    (each a str with its kind, which grader.feedback.worth costs), [] when `mangled` is not an entry of `ptx` (and not
-    in the cubin's code). Hints never change the verdict.
+    `reading` (a grader.feedback.sass.Reading of that cubin, started earlier) has run it already. Returns Hints
+    (grader.feedback.hint: text and kind, no estimate yet: grader.feedback.worth costs them), [] when `mangled` is
+    not an entry of `ptx` (and not in the cubin's code). Hints never change the verdict.
     """
     facts = reading.facts() if reading else sass.sass_facts(cubin, mangled) if cubin else None
     if facts is not None:
@@ -355,24 +350,25 @@ def _tanh_hint(kernel: str, source: str, signs: tuple[str, ...], sigmoid_too: bo
 
 
 def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME) -> list[CodeHint]:
+              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME) -> list[Hint]:
     """code_hints from PtxFacts (the module docstring says what each one reads)."""
-    hints: list[CodeHint] = []
+    hints: list[Hint] = []
     if not facts.found:
         return hints
     if facts.int_divisions:
         ops = ", ".join(facts.int_divisions)
         wide = any(op.endswith("64") for op in facts.int_divisions)
-        hints.append(CodeHint("division",
+        hints.append(Hint(kind=HintKind.DIVISION, text=(
             f"look at your bias index first ({FROM_PTX}): {kernel} does an integer division ({ops} in its PTX"
             + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
             + "). " + _BIAS_TAIL
-        ))
+        )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = ", ".join(g.opcode for g in facts.global_loads)
-        hints.append(CodeHint("width", _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name)))
+        text = _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name)
+        hints.append(Hint(kind=HintKind.WIDTH, text=text))
     if facts.tanh:
-        hints.append(CodeHint("tanh", _tanh_hint(kernel, FROM_PTX, facts.tanh)))
+        hints.append(Hint(kind=HintKind.TANH, text=_tanh_hint(kernel, FROM_PTX, facts.tanh)))
     return hints
 
 
@@ -382,11 +378,11 @@ def _ops(ops) -> str:
 
 def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
-               arch: str | None = None) -> list[CodeHint]:
+               arch: str | None = None) -> list[Hint]:
     """code_hints from SassFacts (grader.feedback.sass): the same three hints as ptx_hints, read from the machine
     code, then local memory and registers. `arch` (default: the arch the listing names) picks the SM's
     warp limit for the register hint."""
-    hints: list[CodeHint] = []
+    hints: list[Hint] = []
     if facts.int_division:
         if facts.division_routines:
             sizes = dict(facts.function_sizes)
@@ -404,21 +400,22 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
         else:
             evidence = (", ".join(facts.division_sequences) + " then MUFU.RCP: an inline 32-bit integer division "
                         "of about 20 instructions")
-        hints.append(CodeHint("division",
+        hints.append(Hint(kind=HintKind.DIVISION, text=(
             f"look at your bias index first ({FROM_SASS}): {kernel} divides by a value known only at run time "
             f"({evidence}). " + _BIAS_TAIL
-        ))
+        )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")
-        hints.append(CodeHint("width", _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name)))
+        text = _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name)
+        hints.append(Hint(kind=HintKind.WIDTH, text=text))
     signs = sass_tanh_signs(facts)
     if signs:
         only_exp = facts.exp_reciprocals and len(signs) == 1
-        hints.append(CodeHint("tanh", _tanh_hint(kernel, FROM_SASS, signs, sigmoid_too=bool(only_exp))))
+        hints.append(Hint(kind=HintKind.TANH, text=_tanh_hint(kernel, FROM_SASS, signs, sigmoid_too=bool(only_exp))))
     if facts.local_loads or facts.local_stores:
         frame = f", a {facts.stack_frame}-byte stack frame per thread" if facts.stack_frame else ""
         regs = f" and {facts.registers} registers" if facts.registers else ""
-        hints.append(CodeHint("local",
+        hints.append(Hint(kind=HintKind.LOCAL, text=(
             f"{kernel} uses local memory ({FROM_SASS}): {facts.local_loads} local load and {facts.local_stores} "
             f"local store instructions (LDL, STL){frame}{regs}. Local memory is per-thread memory in DRAM "
             "behind the caches: registers that ptxas spilled (the compile report's spill stores and loads), "
@@ -427,16 +424,16 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
             "arrays are traffic on top of the 8 bytes per element this kernel must move. "
             "Index per-thread arrays only with constants (#pragma unroll over a fixed count), keep few "
             "values live per thread, and take printf out of the kernel you hand in."
-        ))
+        )))
     target = arch or facts.arch
     limit = register_limited_warps(facts.registers, target) if facts.registers else None
     if limit and limit[0] < REGISTER_HINT_BELOW * limit[1]:
         warps, most = limit
-        hints.append(CodeHint("registers",
+        hints.append(Hint(kind=HintKind.REGISTERS, text=(
             f"{kernel} uses {facts.registers} registers per thread ({FROM_SASS}): an SM's {REGISTERS_PER_SM:,} "
             f"registers then hold at most {warps} warps ({warps * 32} threads) of the {most} an {target} SM can "
             "run. A kernel that streams memory relies on many warps to keep loads in flight; values held per "
             "thread (a large array, many elements per thread loaded before any is stored) cost registers. "
             "Move a few 16-byte vectors per thread at a time."
-        ))
+        )))
     return hints

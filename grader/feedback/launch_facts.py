@@ -33,10 +33,10 @@ import math
 
 from grader.core import exercise as course
 from grader.exercises import bias_gelu as exercise
+from grader.core.launch import LaunchSpec
+from grader.feedback.hint import Hint, HintKind
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
-from grader.feedback.worth import Hint
-from grader.core.launch import LaunchSpec
 
 REGISTERS_PER_SM = 65536
 """32-bit registers of one SM, the same from sm_50 to sm_121 (CUDA C++ Programming Guide, compute capabilities)."""
@@ -131,7 +131,7 @@ def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, sms: i
     """The static launch facts of the module docstring that hold for the kernel launched per `spec`, its machine
     code `facts` (None without a disassembler: then only the launch's own facts, grid and blocks), compiled for
     `arch` ('sm_90'), on a card of `sms` multiprocessors (None: no GPU, no grid hint), at the graded `shape`
-    (rows, cols; None: the counts that need it are left out). Returns worth.Hint objects without estimates."""
+    (rows, cols; None: the counts that need it are left out). Returns Hints (grader.feedback.hint) without estimates."""
     hints: list[Hint] = []
     regs = facts.registers if facts else None
     if facts is not None and facts.accesses:
@@ -182,7 +182,7 @@ def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kerne
         facts_["sms"] = float(sms)
     text += (f". Declare `// grade: elems_per_thread = {vec}` (the grid then has one thread per {vec} elements), "
              f"or move {per} float{'s' if per > 1 else ''} per thread.")
-    return Hint(text=text, kind="idle", facts=facts_, lines=_lines(widest))
+    return Hint(text=text, kind=HintKind.IDLE, facts=facts_, lines=_lines(widest))
 
 
 def _prologue(facts: SassFacts) -> int:
@@ -217,8 +217,8 @@ def _grid(spec: LaunchSpec, arch: str, regs: int | None, sms: int | None, shape)
             + ". A kernel that streams memory needs many loads in flight to cover the memory's latency (Little's "
             f"law: bytes in flight = bandwidth x latency): `// grade: grid = stride` without a count fills the card "
             f"once ({fill:,} blocks here), or use the page's row grid.")
-    return Hint(text=text, kind="grid", facts={"warps_now": float(blocks * wpb), "warps_fixed": float(fixed),
-                                               "sms": float(sms)})
+    return Hint(text=text, kind=HintKind.GRID,
+                facts={"warps_now": float(blocks * wpb), "warps_fixed": float(fixed), "sms": float(sms)})
 
 
 def _blocks(spec: LaunchSpec, arch: str, regs: int | None) -> Hint | None:
@@ -239,7 +239,7 @@ def _blocks(spec: LaunchSpec, arch: str, regs: int | None) -> Hint | None:
             "that streams memory needs many loads in flight: use blocks of 256 threads (`// grade: block = 256`; a "
             "row grid then has 256 / "
             f"{spec.block} times fewer blocks per row).")
-    return Hint(text=text, kind="blocks", facts={"warps_now": float(per_sm), "warps_fixed": float(fixed)})
+    return Hint(text=text, kind=HintKind.BLOCKS, facts={"warps_now": float(per_sm), "warps_fixed": float(fixed)})
 
 
 def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kernel: str) -> list[Hint]:
@@ -255,15 +255,17 @@ def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kern
         model["resident_threads"] = float(slots)
     fences = [a for a in accesses if a.op == "fence"]
     if fences:
-        out.append(Hint(kind="fence", lines=_lines(fences), facts=model | {"fences": float(len(fences))}, text=(
+        fenced = model | {"fences": float(len(fences))}
+        out.append(Hint(kind=HintKind.FENCE, lines=_lines(fences), facts=fenced, text=(
             f"a memory fence in the per-element path ({FROM}): {_where(fences, f'{len(fences)} MEMBAR')} for every "
             f"{f'{vec} elements' if vec > 1 else 'element'} a thread stores: __threadfence() makes each warp wait "
-            "until its earlier stores have reached the GPU's point of coherence, a round trip to the L2 per element, and "
-            "empties the L1 (CCTL.IVALL after it). No thread of an elementwise kernel reads what another wrote: "
+            "until its earlier stores have reached the GPU's point of coherence, a round trip to the L2 per element, "
+            "and empties the L1 (CCTL.IVALL after it). No thread of an elementwise kernel reads what another wrote: "
             "take the fence out.")))
     atomics = [a for a in accesses if a.op in ("atom", "red")]
     if atomics:
-        out.append(Hint(kind="atomic", lines=_lines(atomics), facts=model | {"atomics": float(len(atomics))}, text=(
+        counted = model | {"atomics": float(len(atomics))}
+        out.append(Hint(kind=HintKind.ATOMIC, lines=_lines(atomics), facts=counted, text=(
             f"atomics in the per-element path ({FROM}): {kernel} "
             f"{_where(atomics, 'writes through atomic instructions')}: each one is carried out by the L2's atomic "
             "units, and an atomic that returns the old value makes the warp wait for it. Every element of out "
@@ -275,7 +277,7 @@ def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kern
         first = [a for a in stores if not a.repeat and a.nbytes == repeats[0].nbytes][:1]
         volatile = " through a volatile pointer (.STRONG.SYS), which the compiler may not merge" \
             if any(a.strong for a in repeats) else ""
-        out.append(Hint(kind="stores", lines=_lines(first + repeats), facts=model | {"stores": float(k)}, text=(
+        out.append(Hint(kind=HintKind.STORES, lines=_lines(first + repeats), facts=model | {"stores": float(k)}, text=(
             f"each element is stored {k} times ({FROM}): {_where(first + repeats, 'stores to the same address')}"
             f"{volatile}. Every store is traffic through the L1 and the L2 (the DRAM sees the line once): "
             "store each element once, through a plain pointer.")))

@@ -38,7 +38,8 @@ never under t_w:
   atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
 Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
 Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's
-measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the estimate of its width hint says 0.594.
+measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the
+estimate of its width hint says 0.594.
 """
 
 from __future__ import annotations
@@ -47,26 +48,50 @@ from dataclasses import dataclass
 
 from grader.core import exercise
 from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
-from grader.core.model import ReportModel
+from grader.feedback.hint import LITTLE, Hint, HintKind
 
 ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
 L2 at 92.5% and DRAM at 88.4%, the double kernel's issue slots at 91.5%)."""
 SCATTER_X = 1.5
-"""Global load or store sectors per element over this many times a coalesced access's make a scattered one."""
+"""Global load or store sectors per element over this many times a coalesced access's make a scattered one (a
+ratio; chosen between the H200 recordings' coalesced kernels, 1.00, and scattered ones, 4.1 to 8.0:
+tests/data/ncu/h200_col_major.csv, h200_transposed.csv, h200_chunk16.csv)."""
 WORK_X = 1.2
-"""Warp instructions per element over this many times the reference's are extra work."""
+"""Warp instructions per element over this many times the reference's are extra work (a ratio; chosen between the
+H200 recordings' kernels without extra work per element, up to 1.08 (h200_fence_twice.csv, h200_grid16.csv), and the
+least of those with it, 1.27 (h200_chunk16.csv), in tests/data/ncu/)."""
 OCCUPANCY_X = 0.6
 """Resident warps under this share of the reference's are too few (tests/data/silver/stride_float4.cu: 0.46)."""
+OCCUPANCY_SLOWER = 1.1
+"""The too-few-warps hint also needs the kernel over this many times its reference's time (t_ref): within it, more
+warps have nothing to win (a ratio; chosen: the H200 recordings' kernels with too few warps ran 1.27
+(stride_float4) to 16.3 (grid16) times their reference, tests/data/ncu/)."""
+PIPE_BUSY_PCT = 5.0
+"""A pipe (FP64, XU) at or over this share of its peak, percent (ncu's
+sm__inst_executed_pipe_*.avg.pct_of_peak_sustained_active), and over PIPE_OVER_REF x the reference's share is named
+by the extra-work hint; the FP64 pipe that busy also gets the work hint beside a division hint (rank). Chosen: on the
+H200 every float kernel's FP64 pipe reads 0.0% and the two double kernels' 52.1% and 53.4%
+(tests/data/ncu/h200_double.csv, h200_double_math.csv); the references' XU pipe 7.2% (the page's answer) and 12.7%
+(the model answer)."""
+PIPE_OVER_REF = 2.0
+"""See PIPE_BUSY_PCT: the kernel's pipe share over this many times its reference's (a ratio; chosen: on the H200 the
+XU pipe of the normcdff, integer-division and double kernels ran 2.4 to 4.9 times their reference's, that of the
+others 0.3 to 1.4 times, tests/data/ncu/h200_*.csv)."""
 UNEXPLAINED_X = 1.25
-"""Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint."""
-LITTLE = 0.005
-"""An estimated gain under this fraction of the copy floor is "worth little on its own now"."""
-GENERATED = ("unexplained", "scattered", "work", "occupancy", "slow")
+"""Without counters, a kernel slower than this many times the copy of its width gets the "unexplained" hint (a ratio
+of times; chosen)."""
+SCATTERED_NAMED = 3
+"""The scattered hint from the source-level counters names at most this many instructions, then "and N more"
+(chosen: a warning the student reads, not a listing)."""
+RANK_MS_DIGITS = 4
+"""Estimates of the time saved are compared rounded to this many decimals of a ms (0.1 us), so two estimates equal
+but for float rounding are ordered by kind (rank; chosen: far below the timing's resolution)."""
+GENERATED = (HintKind.UNEXPLAINED, HintKind.SCATTERED, HintKind.WORK, HintKind.OCCUPANCY, HintKind.SLOW)
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
 """Sectors per element a coalesced kernel's loads (x and a bias entry) and stores (out) touch."""
-STATIC = ("idle", "grid", "blocks", "fence", "atomic", "stores")
+STATIC = (HintKind.IDLE, HintKind.GRID, HintKind.BLOCKS, HintKind.FENCE, HintKind.ATOMIC, HintKind.STORES)
 """Kinds of the static launch facts (grader.feedback.launch_facts)."""
 EMPTY_BLOCK_NS = 23.3
 """Time one SM spends on a block whose threads all exit at once, ns. From issue 29's H200 figures: the float4 body in
@@ -83,41 +108,6 @@ L2_COPY_BYTES, L2_COPY_SHARE = 12.25, 0.92
 throughput, share of its peak, on the H200 (tests/data/ncu/h200_*.csv: 12.25 to 12.29 bytes, 91.9% to 92.1%)."""
 TIE = 0.02
 """Two estimated gains closer than this (fraction of the copy floor) are not told apart by these models."""
-
-
-class Hint(ReportModel):
-    """One hint: its text and kind ("division", "width", "tanh", "local", "registers" from the machine code;
-    STATIC's from the launch and the machine code; "scattered", "work", "occupancy" from the counters;
-    "unexplained", "slow" from the times; "mistake" for a wrong output, grader.check.mistakes), and what fixing it
-    is estimated to be worth: the time saved (ms), the fraction of the copy floor now and after, whether that is
-    an upper bound (`bound`), and what the estimate rests on (`basis`). None: not estimated. `facts`: the numbers
-    of a static fact's model (grader.feedback.launch_facts); `lines`: the student's source lines it names; `tie`:
-    the kind of the next hint when the two estimates are within TIE (two causes)."""
-
-    text: str
-    kind: str = ""
-    saved_ms: float | None = None
-    fraction_now: float | None = None
-    fraction_after: float | None = None
-    bound: bool = False
-    basis: str = ""
-    facts: dict[str, float] = {}
-    lines: list[int] = []
-    tie: str = ""
-
-    def __str__(self) -> str:
-        """The hint as the report prints it: its text, then its estimate in words (and, where another cause's
-        estimate is as large, that there are two)."""
-        if self.saved_ms is None or self.fraction_now is None or self.fraction_after is None:
-            return self.text
-        now, after = self.fraction_now, self.fraction_after
-        two = f"; as much as the next hint's ({self.tie}): two causes, fix both" if self.tie else ""
-        if after - now < LITTLE:
-            return f"{self.text} [worth little on its own now: from {now:.3f} of the copy floor to about {after:.3f}; " \
-                   f"{self.basis}{two}]"
-        word = "at most" if self.bound else "about"
-        return f"{self.text} [worth {word} +{after - now:.2f} of the copy floor: from {now:.3f} to {word} {after:.3f}; " \
-               f"{self.basis}{two}]"
 
 
 @dataclass(frozen=True)
@@ -233,25 +223,25 @@ def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None
     """(the time after fixing the static fact `h`, whether that is a bound) from its own model (module docstring)
     and `h.facts`; (None, False) where a number the model needs is missing (a kernel not timed at a known shape)."""
     f, t = h.facts, times.kernel
-    if h.kind == "idle":
+    if h.kind == HintKind.IDLE:
         if not f.get("sms") or "empty_blocks" not in f:
             return None, False
         return max(width_copy, t - f["empty_blocks"] * EMPTY_BLOCK_NS * 1e-6 / f["sms"]), False
-    if h.kind in ("grid", "blocks"):
+    if h.kind in (HintKind.GRID, HintKind.BLOCKS):
         if not f.get("warps_fixed"):
             return None, False
         return max(width_copy, t * f["warps_now"] / f["warps_fixed"]), True
-    if h.kind == "fence":
+    if h.kind == HintKind.FENCE:
         if not f.get("resident_threads") or not f.get("elements"):
             return None, False
         waits = f["elements"] / (f.get("vector", 1.0) * f["resident_threads"]) * f.get("fences", 1.0)
         return max(width_copy, t - waits * FENCE_NS * 1e-6), False
-    if h.kind == "stores":
+    if h.kind == HintKind.STORES:
         def l2(extra: float) -> float:
             return times.floor * (L2_COPY_BYTES + extra) / L2_COPY_BYTES * L2_COPY_SHARE / ETA
         now = l2(exercise.BYTES_PER_FLOAT * (f.get("stores", 2.0) - 1))
         return max(width_copy, t - max(0.0, now - max(l2(0.0), t if now < t else 0.0))), False
-    if h.kind == "atomic":
+    if h.kind == HintKind.ATOMIC:
         return width_copy, True
     return None, False
 
@@ -261,9 +251,9 @@ def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hin
     if h.kind in STATIC:
         after, bound = static_after(h, times, width_copy)
         return _estimate(h, times, after, STATIC_BASIS, bound=bound)
-    if h.kind == "width":
+    if h.kind == HintKind.WIDTH:
         return _estimate(h, times, width_after(times, m), COUNTERS if m else COPIES)
-    if h.kind == "division":
+    if h.kind == HintKind.DIVISION:
         if m:
             return _estimate(h, times, work_after(m), COUNTERS)
         if h.facts.get("issue_ms") is not None:  # the issue slots its instructions take (launch_facts.division_facts)
@@ -296,7 +286,8 @@ def _named(i: InstructionCounters) -> str:
 
 def access_suspect(c: Counters | None) -> bool:
     """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
-    the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its line."""
+    the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its
+    line."""
     k = c.get(YOURS) if c is not None and not c.unavailable else None
     if k is None:
         return False
@@ -319,12 +310,15 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
         bad = scattered_instructions(instructions)
         if not bad:
             return None
-        text = ("scattered accesses (from the counters, per instruction): " + "; ".join(_named(i) for i in bad[:3])
-                + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ". Consecutive threads of a warp access "
-                "addresses 32 bytes or more apart, so each 32-byte sector brings one useful float. Map threadIdx.x to "
-                "the column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so "
-                "that a warp reads and writes one contiguous piece of a row.")
-        return _estimate(Hint(text=text, kind="scattered", lines=sorted({i.line for i in bad if i.line})), m.times,
+        more = len(bad) - SCATTERED_NAMED
+        text = ("scattered accesses (from the counters, per instruction): "
+                + "; ".join(_named(i) for i in bad[:SCATTERED_NAMED]) + (f"; and {more} more" if more > 0 else "")
+                + ". Consecutive threads of a warp access addresses 32 bytes or more apart, so each 32-byte sector "
+                "brings one useful float. Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the "
+                "column from blockIdx.x and threadIdx.x), so that a warp reads and writes one contiguous piece of a "
+                "row.")
+        lines = sorted({i.line for i in bad if i.line})
+        return _estimate(Hint(text=text, kind=HintKind.SCATTERED, lines=lines), m.times,
                          m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
     k = m.yours
     width = k.bytes_per_thread_access
@@ -349,8 +343,8 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
             f"32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. Map threadIdx.x to the "
             "column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so that a "
             "warp reads and writes one contiguous piece of a row.")
-    return _estimate(Hint(text=text, kind="scattered"), m.times, m.after(m.t_ref, m.s_issue * m.times.kernel / ETA),
-                     COUNTERS)
+    return _estimate(Hint(text=text, kind=HintKind.SCATTERED), m.times,
+                     m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
 def _work_per_elem(k: KernelCounters, idle: float) -> float | None:
@@ -375,34 +369,35 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
     text = (f"extra work per element (from the counters): the kernel's warps executed {ipe:.2f} instructions per "
             f"element where {said}, and its issue slots were busy {k.issue_pct or 0:.0f}% of the launch ({name}: "
             f"{ref.issue_pct or 0:.0f}%)")
-    fp64, xu = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0)), (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
-    if fp64[0] >= 5 and fp64[0] > 2 * fp64[1]:
+    fp64 = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0))
+    xu = (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
+    if fp64[0] >= PIPE_BUSY_PCT and fp64[0] > PIPE_OVER_REF * fp64[1]:
         text += (f". The FP64 pipe ran at {fp64[0]:.0f}% of its peak ({name}: {fp64[1]:.0f}%): the kernel computes "
                  "in double. x, bias and out are float, and 0.5f * v * (1.0f + erff(v * 0.70710678f)) is the exact "
                  "GELU in float; double math runs on the FP64 pipe, at a fraction of the float rate, with a "
                  "conversion each way.")
-    elif xu[0] >= 5 and xu[0] > 2 * xu[1]:
+    elif xu[0] >= PIPE_BUSY_PCT and xu[0] > PIPE_OVER_REF * xu[1]:
         text += (f". The XU pipe (special functions and conversions) ran at {xu[0]:.0f}% of its peak ({name}: "
                  f"{xu[1]:.0f}%): a math function costlier than erff (normcdff, expf, powf, a float division), "
                  "conversions, or an integer division by a run-time value. The exact GELU in float is "
                  "0.5f * v * (1.0f + erff(v * 0.70710678f)).")
     else:
         text += ". Take work out of the per-element path: index arithmetic, divisions, loops, branches."
-    return _estimate(Hint(text=text, kind="work"), m.times, work_after(m, idle), COUNTERS)
+    return _estimate(Hint(text=text, kind=HintKind.WORK), m.times, work_after(m, idle), COUNTERS)
 
 
 def occupancy_hint(m: Measured) -> Hint | None:
     """The too-few-warps hint when the SMs held under OCCUPANCY_X x the reference's resident warps and the kernel
-    is over 10% slower than the reference; None otherwise."""
+    is over OCCUPANCY_SLOWER x the reference's time (10% slower); None otherwise."""
     k, ref = m.yours, m.ref
     if k.warps_pct is None or not ref.warps_pct or k.warps_pct >= OCCUPANCY_X * ref.warps_pct \
-            or m.times.kernel <= 1.1 * m.t_ref:
+            or m.times.kernel <= OCCUPANCY_SLOWER * m.t_ref:
         return None
     text = (f"too few warps in flight (from the counters): the SMs held {k.warps_pct:.0f}% of the warps they can "
             f"run, where {_ref_name(m)} keeps {ref.warps_pct:.0f}% resident. A kernel that streams memory needs many "
             "loads in flight to cover the memory's latency (Little's law: bytes in flight = bandwidth x latency): "
             "launch enough blocks to fill every SM several times, and keep registers per thread few.")
-    return _estimate(Hint(text=text, kind="occupancy"), m.times,
+    return _estimate(Hint(text=text, kind=HintKind.OCCUPANCY), m.times,
                      m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
@@ -422,7 +417,7 @@ def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str,
             + ". The usual causes are scattered accesses (consecutive threads not on consecutive addresses: map "
             "threadIdx.x to the column) and extra work per element (double math, costly math functions, divisions); "
             "Nsight Compute's counters tell them apart (grade --counters)" + (f"; {reason}" if reason else "") + ".")
-    return _estimate(Hint(text=text, kind="unexplained"), times, times.kernel - (left - width_copy), COPIES,
+    return _estimate(Hint(text=text, kind=HintKind.UNEXPLAINED), times, times.kernel - (left - width_copy), COPIES,
                      bound=True)
 
 
@@ -435,29 +430,29 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     first marked with the second's kind where the two estimates are within TIE (`tie`). `times`: the grading's
     (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
     for the scattered hint's stride."""
-    code = [h.model_copy(update={"tie": ""}) if h.tie else h for h in hints if h.kind not in GENERATED]
+    code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
     m = measured(counters, times)
-    scalar = any(h.kind == "width" for h in code)
+    scalar = any(h.kind == HintKind.WIDTH for h in code)
     width_copy = times.one_float if scalar else times.floor
     out = [_costed(h, times, m, width_copy) for h in code]
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
         made = [scattered_hint(m, cols, counters.instructions)]
-        if not any(h.kind in ("grid", "blocks") for h in static):  # the same cause, named by the launch
+        if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
             made.append(occupancy_hint(m))
-        if not any(h.kind == "division" for h in code) or (m.yours.pipes.get("fp64", 0) >= 5):
-            idle = next((h.facts for h in code if h.kind == "idle"), {})
+        if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT):
+            idle = next((h.facts for h in code if h.kind == HintKind.IDLE), {})
             made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
     else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
-        narrow = scalar or any(0 < h.facts.get("vector", 4.0) < 4 for h in code)
+        narrow = scalar or any(0 < h.facts.get("vector", MODEL_FLOATS) < MODEL_FLOATS for h in code)
         explained = sum(h.saved_ms for h in static)
         made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
-    order = {"unexplained": 0, "scattered": 1, "work": 2, "occupancy": 3}
+    order = {HintKind.UNEXPLAINED: 0, HintKind.SCATTERED: 1, HintKind.WORK: 2, HintKind.OCCUPANCY: 3}
     estimated = sorted((h for h in out if h.saved_ms is not None),
-                       key=lambda h: (-round(h.saved_ms, 4), order.get(h.kind, 9)))
+                       key=lambda h: (-round(h.saved_ms, RANK_MS_DIGITS), order.get(h.kind, len(order))))
     if len(estimated) > 1 and estimated[1].fraction_after - estimated[1].fraction_now >= LITTLE and \
             (estimated[0].fraction_after - estimated[0].fraction_now) - \
             (estimated[1].fraction_after - estimated[1].fraction_now) < TIE:

@@ -21,18 +21,24 @@ from grader.source.contract import Contract
 from grader.gpu.clocks import Clocks
 from grader.feedback.counters import Counters
 from grader.gpu.device import GpuInfo
+from grader.check.verify import Verification
 from grader.core.errors import Stage
 from grader.core.model import ReportModel
 from grader.core.text import printable, printable_lines
+from grader.feedback.counters import Counters
+from grader.feedback.hint import Hint, HintKind
+from grader.gpu.clocks import Clocks
+from grader.gpu.device import GpuInfo
+from grader.source.claims import NOTE_KINDS, Flag
+from grader.source.contract import Contract
 from grader.timing.timer import Table, TimedRow
-from grader.check.verify import Verification
-from grader.feedback.worth import Hint
 
 Verdict = Literal["gold", "silver", "fail", "error", "no-gpu", "busy"]
 SCHEMA_VERSION = 3
 """2: table rows are grader.timing.timer.TimedRow (values_per_elem and value_bytes instead of floats_per_elem);
-stage is one of grader.core.errors.Stage. 3: hints are grader.feedback.worth.Hint objects (text, kind, and what fixing each
-is estimated to be worth), ranked; a hint read from an older report (a string) becomes a Hint with its text alone."""
+stage is one of grader.core.errors.Stage. 3: hints are grader.feedback.hint.Hint objects (text, kind, and what fixing
+each is estimated to be worth), ranked; a hint read from an older report (a string) becomes a Hint with its text
+alone."""
 
 
 class CompileSummary(ReportModel):
@@ -80,9 +86,10 @@ class GradeReport(ReportModel):
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
     exercise's chain with the student's kernel in it (grader.exercises.bias_gelu.chain: the student's part-3 rows beside the page's
-    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds what Nsight Compute
-    measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters; never part of the
-    verdict). `hints` are ranked by the time each explains, with its estimate (grader.feedback.worth). `kernel_output`
+    staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds
+    what Nsight Compute measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters;
+    never part of the verdict). `hints` are ranked by the time each explains, with its estimate
+    (grader.feedback.worth). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.gpu.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.compile.sandbox). `program` says what
     was graded of a whole program (grader.source.program), None for a file that holds the kernel alone. `clocks` holds
@@ -228,7 +235,7 @@ def first_step(r: GradeReport) -> tuple[str, Hint | None]:
     grader's; busy and no-gpu: run again where the GPU is free or present (no-gpu with the tanh hint: the output will
     be wrong); gold with nothing to fix: says so (or the first flag on the student's row or sentence)."""
     kind = outcome(r.verdict, r.stage)
-    tanh = next((h for h in r.hints if h.kind == "tanh"), None)
+    tanh = next((h for h in r.hints if h.kind == HintKind.TANH), None)
     if kind in ("gold", "silver", "slow"):
         if r.hints:
             return "", r.hints[0]
@@ -349,8 +356,8 @@ def render_text(r: GradeReport) -> str:
     """The human report (what `grade FILE` prints): the file; the verdict and the first thing to do (first_step) with
     the verdict's details; then the evidence (card, versions, byte model, compile, verification, table, clocks,
     chain, counters, kernel output); then the flags and notes on the part-3 row and sentence (once the output is right)
-    and the other hints. Everything in it is terminal-safe (grader.core.text): names, the student's row and NVRTC's source
-    excerpts may hold escape sequences."""
+    and the other hints. Everything in it is terminal-safe (grader.core.text): names, the student's row and NVRTC's
+    source excerpts may hold escape sequences."""
     out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
     lead, shown = _lead_lines(r)
     out += lead + [""] + _evidence_lines(r)

@@ -36,7 +36,8 @@ from grader.source.read import Submission, read_submission
 from grader.timing.timer import FLOOR_SCALAR, Table
 from grader.compile.toolkit import check_arch, require_cuda
 from grader.check.verify import Verification, verify
-from grader.feedback.worth import Hint, Times, rank
+from grader.feedback.hint import Hint, HintKind
+from grader.feedback.worth import Times, rank
 
 
 def verdict_for(fraction: float) -> Verdict:
@@ -277,10 +278,10 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     sms = report.gpu.multiprocessors if report.gpu else None
     division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,
                               shape=shape)
-    report.hints = [Hint(text=str(h), kind=h.kind, facts=division if h.kind == "division" else {}) for h in found]
+    report.hints = [h.model_copy(update={"facts": division}) if h.kind == HintKind.DIVISION else h for h in found]
     wrong = [v.mistake for v in report.verification if not v.passed and v.mistake is not None]
     if report.verdict == "fail" and report.stage == Stage.VERIFY:
-        report.hints = [Hint(text=w.text, kind="mistake") for w in wrong[-1:]] + \
+        report.hints = [Hint(text=w.text, kind=HintKind.MISTAKE) for w in wrong[-1:]] + \
             [h for h in report.hints if h.kind in ex.wrong_output_kinds]
     else:
         try:
@@ -309,7 +310,7 @@ def rank_hints(report: GradeReport) -> list[Hint]:
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
     hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
-        hints.append(Hint(text=exercises.get(report.exercise or exercises.DEFAULT).slow_hint, kind="slow"))
+        hints.append(Hint(text=exercises.get(report.exercise or exercises.DEFAULT).slow_hint, kind=HintKind.SLOW))
     return hints
 
 
