@@ -199,6 +199,11 @@ class Exercise:
             return f"params must include {', '.join(p.name for p in self.pointers)}; missing {', '.join(missing)}"
         return ""
 
+    def hint_texts(self) -> dict[str, str]:
+        """The exercise's own wording of the machine code's hints (grader.feedback.hints.code_hints' `texts`:
+        division_lead, division_tail, width_tail); {} for the page's."""
+        return {}
+
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """The Problem of size `dims`."""
         raise NotImplementedError

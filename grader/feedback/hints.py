@@ -279,7 +279,8 @@ def sass_tanh_signs(facts: SassFacts) -> tuple[str, ...]:
 
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME, cubin: bytes | None = None,
-               arch: str | None = None, reading: sass.Reading | None = None) -> list[Hint]:
+               arch: str | None = None, reading: sass.Reading | None = None,
+               texts: dict[str, str] | None = None) -> list[Hint]:
     """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
     `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
     found (grader.feedback.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
@@ -300,6 +301,9 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
       thread that let an SM hold fewer than REGISTER_HINT_BELOW of its warps (MAX_WARPS_PER_SM of `arch`, or
       of the arch the listing names).
 
+    texts: the exercise's own wording ({"division_lead", "division_tail", "width_tail"}: Exercise.hint_texts; default:
+    the page's, DIVISION_LEAD, the row grid's tail and WIDTH_TAIL).
+
     Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.feedback.sass), unless
     `reading` (a grader.feedback.sass.Reading of that cubin, started earlier) has run it already. Returns Hints
     (grader.feedback.hint: text and kind, no estimate yet: grader.feedback.worth costs them), [] when `mangled` is
@@ -308,13 +312,19 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
     facts = reading.facts() if reading else sass.sass_facts(cubin, mangled) if cubin else None
     if facts is not None:
         return sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
-                          kernel=kernel, arch=arch)
+                          kernel=kernel, arch=arch, texts=texts)
     return ptx_hints(ptx_facts(ptx, mangled), scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs,
-                     floor_name=floor_name, kernel=kernel)
+                     floor_name=floor_name, kernel=kernel, texts=texts)
 
 
 FROM_SASS = "from the machine code"
 FROM_PTX = "from the PTX"
+
+DIVISION_LEAD = "look at your bias index first"
+"""The division hint's first words (an exercise may give its own: Exercise.hint_texts)."""
+WIDTH_TAIL = ("Load and store 16 bytes per thread (float4: rows are 16-byte aligned when cols % 4 == 0), with a "
+              "scalar path for other shapes.")
+"""The 4-byte-load hint's last sentence (an exercise may give its own)."""
 
 _BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer division on every element, which a "
               "kernel near the copy floor has nothing to hide behind. Use the page's row grid "
@@ -322,14 +332,13 @@ _BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer d
 
 
 def _loads_hint(kernel: str, source: str, ops: str, scalar_copy_gbs: float, floor_gbs: float,
-                floor_name: str | None) -> str:
+                floor_name: str | None, tail: str = "") -> str:
     name = f" ({floor_name})" if floor_name else ""
     return (
         f"every global load in {kernel} is 4 bytes wide ({source}: {ops}). On this card the one-float-per-thread "
         f"copy reaches {scalar_copy_gbs:.0f} GB/s and the copy floor{name} {floor_gbs:.0f} GB/s "
         f"({scalar_copy_gbs / floor_gbs:.2f} of it): a kernel whose loads are all 4 bytes wide runs at about "
-        "the first and is graded against the second. Load and store 16 bytes per thread (float4: "
-        "rows are 16-byte aligned when cols % 4 == 0), with a scalar path for other shapes."
+        "the first and is graded against the second. " + (tail or WIDTH_TAIL)
     )
 
 
@@ -350,8 +359,10 @@ def _tanh_hint(kernel: str, source: str, signs: tuple[str, ...], sigmoid_too: bo
 
 
 def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME) -> list[Hint]:
+              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
+              texts: dict[str, str] | None = None) -> list[Hint]:
     """code_hints from PtxFacts (the module docstring says what each one reads)."""
+    t = texts or {}
     hints: list[Hint] = []
     if not facts.found:
         return hints
@@ -359,13 +370,13 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
         ops = ", ".join(facts.int_divisions)
         wide = any(op.endswith("64") for op in facts.int_divisions)
         hints.append(Hint(kind=HintKind.DIVISION, text=(
-            f"look at your bias index first ({FROM_PTX}): {kernel} does an integer division ({ops} in its PTX"
+            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_PTX}): {kernel} does an integer division ({ops} in its PTX"
             + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
-            + "). " + _BIAS_TAIL
+            + "). " + (t.get("division_tail") or _BIAS_TAIL)
         )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = ", ".join(g.opcode for g in facts.global_loads)
-        text = _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name)
+        text = _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
         hints.append(Hint(kind=HintKind.WIDTH, text=text))
     if facts.tanh:
         hints.append(Hint(kind=HintKind.TANH, text=_tanh_hint(kernel, FROM_PTX, facts.tanh)))
@@ -378,10 +389,11 @@ def _ops(ops) -> str:
 
 def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
-               arch: str | None = None) -> list[Hint]:
+               arch: str | None = None, texts: dict[str, str] | None = None) -> list[Hint]:
     """code_hints from SassFacts (grader.feedback.sass): the same three hints as ptx_hints, read from the machine
     code, then local memory and registers. `arch` (default: the arch the listing names) picks the SM's
-    warp limit for the register hint."""
+    warp limit for the register hint; texts as for code_hints."""
+    t = texts or {}
     hints: list[Hint] = []
     if facts.int_division:
         if facts.division_routines:
@@ -401,12 +413,12 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
             evidence = (", ".join(facts.division_sequences) + " then MUFU.RCP: an inline 32-bit integer division "
                         "of about 20 instructions")
         hints.append(Hint(kind=HintKind.DIVISION, text=(
-            f"look at your bias index first ({FROM_SASS}): {kernel} divides by a value known only at run time "
-            f"({evidence}). " + _BIAS_TAIL
+            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_SASS}): {kernel} divides by a value known only at "
+            f"run time ({evidence}). " + (t.get("division_tail") or _BIAS_TAIL)
         )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")
-        text = _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name)
+        text = _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
         hints.append(Hint(kind=HintKind.WIDTH, text=text))
     signs = sass_tanh_signs(facts)
     if signs:

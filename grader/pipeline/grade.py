@@ -272,7 +272,8 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     one = next((r for r in report.table if r.version == FLOOR_SCALAR), None)
     found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
                        floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
-                       cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name)
+                       cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name,
+                       texts=ex.hint_texts())
     facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None

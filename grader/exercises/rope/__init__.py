@@ -112,6 +112,10 @@ class Rope(Exercise):
             return "ropeInterleaved takes a flat grid over its pairs (the page's) or a stride grid, not a row grid"
         return ""
 
+    def hint_texts(self) -> dict[str, str]:
+        """The division and 4-byte-load hints in RoPE's words (the index arithmetic, a float2 per pair)."""
+        return {"division_lead": DIVISION_HINT_LEAD, "division_tail": DIVISION_HINT_TAIL, "width_tail": WIDTH_HINT_TAIL}
+
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """problem.problem: (B, S, H, D) -> rows B*S*H, cols D, grid (1, pairs). Raises ValueError for bad dims."""
         return sizes.problem(dims)
