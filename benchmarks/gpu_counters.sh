@@ -8,7 +8,7 @@ export PYTHONUNBUFFERED=1
 now() { python3 -c 'import time; print(time.monotonic())'; }
 { ncu --version; timeout 120 ncu --csv --page raw --print-units base --cache-control all --clock-control none \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum --kernel-name "regex:biasGeluFused|copyVec4" \
-  python3 -m grader.feedback.profiled submissions/gold_float4.cu --rows 61440 --cols 4096; } > "$out/ncu_raw.txt" 2>&1
+  python3 -m grader.pipeline.profiled submissions/gold_float4.cu --rows 61440 --cols 4096; } > "$out/ncu_raw.txt" 2>&1
 for f in submissions/gold_float4.cu submissions/page_scalar.cu tests/data/silver/stride_float4.cu submissions/tanh_gelu.cu; do
   s=$(now); timeout 120 python3 -m grader.cli "$f" > "$out/plain.txt" 2>&1; e=$(now)
   timeout 200 python3 -m grader.cli "$f" --counters; c=$(now)

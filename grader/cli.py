@@ -204,6 +204,11 @@ def _silence_stdout() -> None:
         pass
 
 
+def named(name: str) -> dict[str, str]:
+    """The report fields that name exercise `name` and its kernel (for a report made before grading began)."""
+    return {"exercise": name, "kernel": exercises.get(name).kernel_name}
+
+
 def single_parser() -> argparse.ArgumentParser:
     """The parser of `grade FILE` (the `file` command): every option of grading one file."""
     p = argparse.ArgumentParser(
@@ -433,7 +438,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s ({likely}); "
                   "`grade --run-limit S` changes the limit")
         print(f"grade: {reason}", file=sys.stderr, flush=True)
-        late = error_report(shown, stopped_in(stage), reason)
+        late = error_report(shown, stopped_in(stage), reason, **named(args.exercise))
         text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}
         if args.format in text:
             os.write(report_fd, (text[args.format] + "\n").encode())
@@ -459,7 +464,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             _emit(json.dumps(results, indent=2))
         elif args.format == "json":
             refusal = error_report(shown, getattr(err, "stage", None) or Stage.INPUT, str(err),
-                                   getattr(err, "details", ""))
+                                   getattr(err, "details", ""), **named(args.exercise))
             _emit(refusal.model_dump_json(indent=2))
         return err.exit_code
     finally:

@@ -167,7 +167,7 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
                                  "redrawn before each; checked on the GPU in float64)")
     contract = contract_for(fraction, floor.gbs, rng, claim)
     report = GradeReport(
-        file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict=verdict_for(fraction), stage="grade",
+        kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict=verdict_for(fraction), stage="grade",
         seed=rng.randrange(2**63), versions=VERSIONS, gpu=H200, contract=contract,
         compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 22, 26, 32])),
         verification=[*checks(), timed], bench_rows=g["bench_rows"], bench_cols=g["bench_cols"], table=table,
@@ -189,7 +189,7 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
 def wrong(name: str, rng: random.Random) -> GradeReport:
     """A kernel whose output is wrong: stopped at its first check (fail, stage verify)."""
     bad = wrong_check(name)
-    report = GradeReport(file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict="fail", stage="verify",
+    report = GradeReport(kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict="fail", stage="verify",
                          reason=bad.message, seed=rng.randrange(2**63), versions=VERSIONS, gpu=H200,
                          compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 20])), verification=[bad])
     report.hints = rank_hints(report.model_copy(update={"hints": [h.model_copy() for h in machine_hints(name)]}))
@@ -208,7 +208,7 @@ def stopped(kind: str, rng: random.Random) -> GradeReport:
     if kind == "binary":
         reason = str(InputError("submission.cu: the file is binary (it holds NUL bytes); submit the .cu source, not "
                                 "a build"))
-        return error_report("submission.cu", Stage.INPUT, reason)
+        return error_report("submission.cu", Stage.INPUT, reason, kernel="biasGeluFused")
     if kind == "fault":
         err = grader_call_failed("cuStreamSynchronize", "CUDA_ERROR_ILLEGAL_ADDRESS")
         return error_report("submission.cu", err.stage, str(err), gpu=H200, versions=VERSIONS,
@@ -218,8 +218,8 @@ def stopped(kind: str, rng: random.Random) -> GradeReport:
                             versions=VERSIONS, compile=CompileSummary(arch="sm_90", registers=14))
     if kind == "grader":
         err = grader_call_failed("cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY")
-        return error_report("submission.cu", Stage.GRADER, str(err), gpu=H200, versions=VERSIONS)
-    return GradeReport(file="submission.cu", verdict="busy", stage="time", gpu=H200, versions=VERSIONS,
+        return error_report("submission.cu", Stage.GRADER, str(err), gpu=H200, versions=VERSIONS, kernel="biasGeluFused")
+    return GradeReport(kernel="biasGeluFused", file="submission.cu", verdict="busy", stage="time", gpu=H200, versions=VERSIONS,
                        clocks=clocks(), reason="not graded: the GPU was busy while timing (other processes: pid 4242 "
                                                "(python3, 2.0 GiB)); run again")
 

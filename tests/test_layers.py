@@ -55,7 +55,7 @@ LAYERS = [
     ["grader.exercises.rope.mistakes", "grader.exercises.rope.device"],
     ["grader.exercises.rope"],
     ["grader.pipeline.grade", "grader.output.gradescope", "grader.output.terminal", "grader.pipeline.watchdog",
-     "grader.feedback.profiled", "grader.output.student_files"],
+     "grader.pipeline.profiled", "grader.output.student_files"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
     ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],

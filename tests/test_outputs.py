@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import grader.pipeline.grade
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.batch import gradebook as gb
 from grader.cli import main
 from grader.core.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
@@ -112,7 +113,7 @@ def never_written() -> GradeReport:
     """A kernel that never writes: the output stays the NaN it was poisoned with."""
     rng = np.random.default_rng(1)
     ref = rng.uniform(-1, 1, (101, 97))
-    v = compare(np.full((101, 97), np.nan, dtype=np.float32), ref)
+    v = compare(np.full((101, 97), np.nan, dtype=np.float32), ref, BIAS_GELU)
     v.message = "wrong output at 101 x 97"
     assert not v.passed and math.isnan(v.first_bad.got)
     return GradeReport(file="never.cu", verdict="fail", stage="verify", reason=v.message, seed=5, verification=[v],

@@ -182,6 +182,11 @@ def grade_job(job: Job, channel: Channel) -> None:
         report = _graded(job, clock, channel)
     except Exception as err:  # noqa: BLE001 - every failure becomes a row, never a lost batch
         report = _error_row(err, job.name)
+        if not report.kernel:  # stopped before the pipeline named its exercise
+            from grader import exercises
+
+            ex = exercises.get(job.settings.exercise or exercises.DEFAULT)
+            report.exercise, report.kernel = ex.name, ex.kernel_name
     clock.stop()
     phases = clock.phases
     report.file = job.display

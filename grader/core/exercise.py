@@ -254,7 +254,7 @@ class Exercise:
         raise NotImplementedError
 
     def profiled(self) -> dict | None:
-        """The kernels Nsight Compute profiles beside the submission (grader.feedback.profiled): None when the
+        """The kernels Nsight Compute profiles beside the submission (grader.pipeline.profiled): None when the
         exercise has none (the counters then say so)."""
         return None
 

@@ -9,7 +9,7 @@ under CUDA_HOME/CUDA_PATH, or in the usual install folders), with caches flushed
   dram__bytes_read.sum, dram__bytes_write.sum   bytes read from and written to DRAM
   lts__t_bytes.sum                              bytes through the L2 (every request the SMs make of it)
 
-The child (`python -m grader.feedback.profiled FILE --rows R --cols C`) compiles the submission (sandboxed, as always),
+The child (`python -m grader.pipeline.profiled FILE --rows R --cols C`) compiles the submission (sandboxed, as always),
 fills x and bias at the benchmark shape, then launches the submission once and the 16-byte copy once. The
 counters never change a verdict; without `ncu`, or without permission to read the counters, the report says
 why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver option
@@ -18,7 +18,7 @@ CUPTI is not a fallback: cupti-python 13.4 on the H200's 13.0 driver enabled PM 
 a profiler-host configuration (CUPTI_ERROR_INVALID_PARAMETER), and its range profiler has no Python binding.
 
 Since issue 23 the child also launches the exercise's model answer (16-byte accesses) and the page's answer
-(4-byte accesses) and the one-float copy (grader.feedback.profiled), and ncu also reads how the launches access memory
+(4-byte accesses) and the one-float copy (grader.pipeline.profiled), and ncu also reads how the launches access memory
 and how much work they do (METRICS; every name checked against ncu 2025.3.1 on the H200, whose raw CSVs are in
 tests/data/ncu/):
 
@@ -414,7 +414,7 @@ PAGE_ANSWER = "page's answer, 4 B/thread"
 COPY_VEC4 = "copy, 16 B/thread"
 COPY_SCALAR = "copy, 1 float/thread"
 LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
-"""The labels of the child's three launches of the exercise's kernel in the order it makes them (grader.feedback.profiled): ncu
+"""The labels of the child's three launches of the exercise's kernel in the order it makes them (grader.pipeline.profiled): ncu
 names them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
 _COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
 SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
@@ -427,9 +427,9 @@ PROFILED_KERNELS = "|".join((exercise.KERNEL_NAME, *_COPIES))
 
 
 def profiled_child(path: str, rows: int | None = None, cols: int | None = None, device: int = 0) -> list[str]:
-    """The command line of the child ncu profiles (grader.feedback.profiled) for the submission at `path` at rows x cols
+    """The command line of the child ncu profiles (grader.pipeline.profiled) for the submission at `path` at rows x cols
     (None: the card's benchmark shape) on CUDA device `device`."""
-    child = [sys.executable, "-m", "grader.feedback.profiled", str(Path(path).resolve()), "--device", str(device)]
+    child = [sys.executable, "-m", "grader.pipeline.profiled", str(Path(path).resolve()), "--device", str(device)]
     return child + (["--rows", str(rows), "--cols", str(cols)] if rows and cols else [])
 
 
@@ -437,7 +437,7 @@ def submission_counters(path: str, rows: int | None = None, cols: int | None = N
                         on_start=None) -> Counters:
     """Profile one launch each of the submission at `path`, the model answer, the page's answer and the two
     copies at rows x cols (the graded benchmark shape; None: the card's benchmark shape, for a kernel that was
-    not timed) in a child process under ncu (grader.feedback.profiled); return the counters and findings. on_start: as
+    not timed) in a child process under ncu (grader.pipeline.profiled); return the counters and findings. on_start: as
     for run_ncu. Never raises (but a KeyboardInterrupt passes through): when the counters cannot be read,
     `unavailable` says why."""
     try:

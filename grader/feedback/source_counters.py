@@ -4,7 +4,7 @@ submission's launch, one row per SASS instruction, joined with the machine code'
 sectors where 4 would do" and judge each instruction against its own width (a cached scalar bias load, 16 bytes
 apart across a warp, is 4 times its ideal sectors but no DRAM traffic: not "scattered").
 
-One more profiled run of the child grader.feedback.profiled (the same compile, with line information), its first
+One more profiled run of the child grader.pipeline.profiled (the same compile, with line information), its first
 launch of the exercise's kernel only (the submission's), with the SourceCounters section (per-instruction counters, by
 patching the code: ncu replays the launch), and LaunchStats and Occupancy (whose guided-analysis rules the tests
 compare with the grader's hints), exported to a report file, then printed twice from it:
@@ -159,10 +159,11 @@ def run_source(child: list[str], timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_pa
         return pages[0], pages[1]
 
 
-def source_instructions(path: str, rows: int | None, cols: int | None, arch: str, device: int = 0, on_start=None,
+def source_instructions(path: str, rows: int | None, cols: int | None, arch: str, ex, device: int = 0, on_start=None,
                         keep: tuple[Path, Path] | None = None) -> tuple[list[InstructionCounters], str]:
     """(the submission's global memory instructions with their counters, "") for the file at `path` profiled at
-    rows x cols on a card of `arch` (the child compiles for it), or ([], the reason) when they cannot be had.
+    rows x cols on a card of `arch` (the child compiles for it), a submission of exercise `ex` (a
+    grader.core.exercise.Exercise), or ([], the reason) when they cannot be had.
     Compiles the file here too for `arch` (sandboxed, with line information), for the lines. `keep`: files that
     get the two CSVs verbatim (benchmarks/ncu_record.py). Never raises for the counters' own failures."""
     from grader.compile.nvrtc import compile_kernels
@@ -178,9 +179,9 @@ def source_instructions(path: str, rows: int | None, cols: int | None, arch: str
     blocks = parse_source(source)
     if not blocks:
         return [], "ncu's source page had no instruction rows"
-    sub = read_submission(path)
-    c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), arch, lineinfo=True)
-    info = c.kernels[exercise.KERNEL_NAME]
+    sub = read_submission(path, ex)
+    c = compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), arch, lineinfo=True)
+    info = c.kernels[ex.kernel_name]
     facts = sass_facts(c.cubin, info.mangled, find_disassembler())
     lines = {a.offset: a.line for a in facts.accesses} if facts else {}
     roles = param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))

@@ -358,7 +358,7 @@ def render_text(r: GradeReport) -> str:
     chain, counters, kernel output); then the flags and notes on the part-3 row and sentence (once the output is right)
     and the other hints. Everything in it is terminal-safe (grader.core.text): names, the student's row and NVRTC's
     source excerpts may hold escape sequences."""
-    out = [f"{printable(r.file, None)}: {r.kernel}"]  # one line: a newline in a file name cannot forge one
+    out = [f"{printable(r.file, None)}" + (f": {r.kernel}" if r.kernel else "")]  # one line: a newline in a file name cannot forge one
     lead, shown = _lead_lines(r)
     out += lead + [""] + _evidence_lines(r)
     out += _claim_lines(r)

@@ -191,7 +191,7 @@ def assemble(out: Outcome) -> GradeReport:
     kernel output, and the flags and hints, which never change the verdict."""
     sub = out.sub
     program = sub.program
-    ex = out.ex
+    ex = out.ex or exercises.get()
     report = GradeReport(file=out.file, sha256=sub.sha256, exercise=ex.name, kernel=ex.kernel_name,
                          byte_model=byte_model(ex), verdict="error", reason="", seed=out.seed,
                          versions=versions(), contract=sub.contract, sandbox=sandbox.state().describe(),
@@ -201,7 +201,7 @@ def assemble(out: Outcome) -> GradeReport:
                          gpu=out.gpu, verification=list(out.verification),
                          kernel_output=out.printed.lines, kernel_output_dropped=out.printed.dropped)
     if out.compiled is not None:
-        report.compile = _compile_summary(out.compiled, ex.kernel_name, out.target, out.limits)
+        report.compile = _compile_summary(out.compiled, out.target, out.limits, ex.kernel_name)
     err = out.stopped
     m = out.measurement if err is None else None  # a kernel stopped after its timing (the chain) shows no number
     if isinstance(err, WrongOutput):
@@ -245,8 +245,9 @@ def byte_model(ex: Exercise) -> ByteModel:
                      counted=ex.bytes_text, not_counted=ex.cached_text)
 
 
-def _compile_summary(compiled: Compiled, kernel: str, target: str, limits: dict[str, int]) -> CompileSummary:
-    info = compiled.kernels[kernel]
+def _compile_summary(compiled: Compiled, target: str, limits: dict[str, int], kernel: str | None = None
+                     ) -> CompileSummary:
+    info = compiled.kernels[kernel] if kernel else next(iter(compiled.kernels.values()))
     summary = CompileSummary(arch=target, registers=info.registers, spill_stores=info.spill_stores,
                              spill_loads=info.spill_loads, stack_frame=info.stack_frame,
                              warnings=list(compiled.warnings), warnings_dropped=compiled.warnings_dropped,
@@ -342,7 +343,7 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
                                               on_start=on_start)
         if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
             report.counters.instructions, report.counters.instructions_unavailable = source_instructions(
-                path, report.bench_rows, report.bench_cols, report.compile.arch, device=device, on_start=on_start)
+                path, report.bench_rows, report.bench_cols, report.compile.arch, ex, device=device, on_start=on_start)
     report.counters.why = "" if why == "asked" else why
     report.hints = rank_hints(report)
 

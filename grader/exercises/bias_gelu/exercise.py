@@ -107,7 +107,7 @@ class BiasGelu(Exercise):
         return BiasGeluDevice(gpu, problem, self)
 
     def profiled(self) -> dict | None:
-        """The counters' child profiles this exercise (grader.feedback.profiled: the model answer
+        """The counters' child profiles this exercise (grader.pipeline.profiled: the model answer
         biasGeluFused<4> and the page's answer of chain.cu beside the submission)."""
         return {"model": "biasGeluFused<4>", "page": "biasGeluFused<1>"}
 

@@ -1,6 +1,6 @@
 """The process Nsight Compute profiles for `grade --counters` (grader.feedback.counters runs it under `ncu`):
 
-    python -m grader.feedback.profiled FILE [--rows R --cols C] [--device N]
+    python -m grader.pipeline.profiled FILE [--rows R --cols C] [--device N]
 
 It compiles the submission (sandboxed, as every compile), fills x and bias on the GPU at rows x cols (the graded
 benchmark shape; by default the benchmark shape of this card), then launches, once each and in this order
@@ -31,6 +31,7 @@ from grader.gpu.device import open_gpu
 from grader.core.launch import bind
 from grader.exercises.bias_gelu.page_kernels import PAGE, WIDE, chain_kernels, load_chain
 from grader.source.signature import check_params, source_signature
+from grader.exercises.bias_gelu.exercise import EXERCISE
 from grader.source.read import read_submission
 from grader.timing.timer import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor, InputFiller, bench_shape
 
@@ -48,13 +49,13 @@ def references(gpu) -> dict[str, tuple[object, object]]:
 def main(argv: list[str]) -> int:
     """Compile FILE, fill x and bias at rows x cols, make the LAUNCHES once each; returns the exit code (an
     error propagates as a traceback: the parent reports the run as failed)."""
-    p = argparse.ArgumentParser(prog="python -m grader.feedback.profiled")
+    p = argparse.ArgumentParser(prog="python -m grader.pipeline.profiled")
     p.add_argument("file")
     p.add_argument("--rows", type=int, help="default: the benchmark shape (grader.timing.timer.bench_shape)")
     p.add_argument("--cols", type=int)
     p.add_argument("--device", type=int, default=0)
     args = p.parse_args(argv)
-    sub = read_submission(args.file)
+    sub = read_submission(args.file, EXERCISE)
     gpu = open_gpu(args.device)
     compiled = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), gpu.info.arch,
                                lineinfo=True)
@@ -70,7 +71,8 @@ def main(argv: list[str]) -> int:
     fill(x, n, 1, *exercise.INPUT_X_RANGE)
     fill(bias, cols, 2, *exercise.INPUT_BIAS_RANGE)
     spec = sub.contract.launch_spec(widths)
-    bind(gpu, kernel, spec, rows, cols, sub.contract.launch_values({"x": x, "bias": bias, "out": out}, rows, cols))()
+    bind(gpu, kernel, spec, rows, cols, sub.contract.launch_values({"x": x, "bias": bias, "out": out},
+                                                                  EXERCISE.problem((rows, cols))))()
     for label in (MODEL, PAGE_ANSWER):
         ref, ref_spec = refs[label]
         bind(gpu, ref, ref_spec, rows, cols, {"x": x, "bias": bias, "out": copy_out, "cols": cols})()
