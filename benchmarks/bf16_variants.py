@@ -15,16 +15,15 @@ Exit 3 without a GPU.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.compile.nvrtc import compile_kernels  # noqa: E402
-from grader.gpu.device import open_gpu  # noqa: E402
 from grader.core.errors import NoGpuError  # noqa: E402
 from grader.core.launch import LaunchSpec, Param, bind  # noqa: E402
+from grader.gpu.device import open_gpu  # noqa: E402
 from grader.timing.timer import CopyFloor, InputFiller, TableTimer, Timed, bench_shape  # noqa: E402
 from reference_kernels.suite import source_text  # noqa: E402
 

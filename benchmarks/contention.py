@@ -88,8 +88,8 @@ def main() -> int:
     if args.load:
         run_load(args.load)
         return 0
-    from grader.gpu.device import visible_gpus
     from grader.core.errors import NoGpuError
+    from grader.gpu.device import visible_gpus
 
     try:
         visible_gpus()

@@ -98,7 +98,7 @@ class Canary:
     secret: str
 
     @classmethod
-    def create(cls, folder: str | Path) -> "Canary":
+    def create(cls, folder: str | Path) -> Canary:
         secret = f"LEXER_FUZZ_SECRET_{uuid.uuid4().hex}"
         path = Path(folder) / "canary.h"
         path.write_text(f"#warning {secret}\n")

@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvcc_oracle  # noqa: E402
 
-from grader.source.includes import ALLOWED_INCLUDES, PROGRAM_INCLUDES  # noqa: E402
+from grader.source.includes import PROGRAM_INCLUDES  # noqa: E402
 
 SIGNATURE = "const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out, size_t cols"
 HEADERS = sorted(PROGRAM_INCLUDES)

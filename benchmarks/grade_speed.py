@@ -27,8 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
-from grader.gpu.device import visible_gpus  # noqa: E402 - after the tree is on the path
 from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
+from grader.gpu.device import visible_gpus  # noqa: E402 - after the tree is on the path
 
 
 def grade_once(tree: Path, path: str, profile: str | None = None) -> dict:

@@ -32,11 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.feedback.counters import (METRICS, PROFILED_KERNELS, CountersUnavailable, parse_csv, profiled_child,
-                                      run_ncu)  # noqa: E402
+from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
+from grader.feedback.counters import (
+    METRICS,
+    PROFILED_KERNELS,
+    CountersUnavailable,
+    parse_csv,
+    profiled_child,
+    run_ncu,  # noqa: E402
+)
 from grader.feedback.source_counters import parse_rules, parse_source, run_source  # noqa: E402
 from grader.gpu.device import visible_gpus  # noqa: E402
-from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 
 FILES = ("tests/data/hints/col_major.cu", "tests/data/hints/double.cu", "tests/data/hints/normcdf_scalar.cu",
          "tests/data/hints/normcdf.cu", "tests/data/hints/scalar.cu", "tests/data/hints/mod_cols.cu",

@@ -63,8 +63,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.exercises import bias_gelu as exercise  # noqa: E402
 from grader.core.errors import SubmissionError  # noqa: E402
+from grader.exercises import bias_gelu as exercise  # noqa: E402
 from grader.feedback.sass import find_tool  # noqa: E402
 from grader.source.read import prepare, safe_source_name  # noqa: E402
 

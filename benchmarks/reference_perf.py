@@ -23,12 +23,12 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.gpu.device import open_gpu  # noqa: E402
 from grader.core.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # noqa: E402
-from grader.timing.timer import gbs  # noqa: E402
-from reference_kernels.selfcheck_report import byte_counts, goals  # noqa: E402
-from reference_kernels.selfcheck import run_selfcheck  # noqa: E402
 from grader.exercises.bias_gelu.page_kernels import FUSED  # noqa: E402
+from grader.gpu.device import open_gpu  # noqa: E402
+from grader.timing.timer import gbs  # noqa: E402
+from reference_kernels.selfcheck import run_selfcheck  # noqa: E402
+from reference_kernels.selfcheck_report import byte_counts, goals  # noqa: E402
 from reference_kernels.suite import compile_suite  # noqa: E402
 from reference_kernels.timed import QUICK  # noqa: E402
 

@@ -19,15 +19,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.gpu.device import open_gpu  # noqa: E402
 from grader.core.errors import EXIT_FAIL, EXIT_NO_GPU, EXIT_PASS, NoGpuError  # noqa: E402
-from grader.timing.timer import CopyFloor  # noqa: E402
+from grader.gpu.device import open_gpu  # noqa: E402
+from grader.timing.timer import (
+    CopyFloor,  # noqa: E402
+    TimerSettings,  # noqa: E402
+)
 from reference_kernels import expected as ref  # noqa: E402
 from reference_kernels.gates import rope_gates  # noqa: E402
-from reference_kernels.selfcheck_report import goals, table_text  # noqa: E402
 from reference_kernels.selfcheck import DEFAULT_SEED  # noqa: E402
+from reference_kernels.selfcheck_report import goals, table_text  # noqa: E402
 from reference_kernels.suite import compile_suite, load_suite  # noqa: E402
-from grader.timing.timer import TimerSettings  # noqa: E402
 from reference_kernels.timed import QUICK, rope_table  # noqa: E402
 
 

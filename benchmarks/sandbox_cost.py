@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
 from grader.compile import sandbox  # noqa: E402
 from grader.compile.nvrtc import _compile  # noqa: E402
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.source.read import read_submission  # noqa: E402
 
 GOAL_S = 0.1

@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
-from grader.feedback import sass  # noqa: E402
 from grader.compile.nvrtc import compile_kernels  # noqa: E402
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.feedback import sass  # noqa: E402
 from grader.source.read import read_submission  # noqa: E402
 
 GOAL_S = 1.0

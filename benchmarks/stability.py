@@ -19,8 +19,8 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.gpu.device import open_gpu  # noqa: E402
 from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
+from grader.gpu.device import open_gpu  # noqa: E402
 from grader.pipeline.grade import grade_file  # noqa: E402
 
 

@@ -48,9 +48,21 @@ from typing import TYPE_CHECKING
 
 import grader
 from grader import exercises
-from grader.core.errors import (EXIT_BUSY, EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS,
-                           GraderError, GraderFault, Stage, exit_codes_help, stopped_in)
 from grader.compile.toolkit import arch_type
+from grader.core.errors import (
+    EXIT_BUSY,
+    EXIT_FAIL,
+    EXIT_GRADER,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_GPU,
+    EXIT_PASS,
+    GraderError,
+    GraderFault,
+    Stage,
+    exit_codes_help,
+    stopped_in,
+)
 from grader.core.options import HelpFormatter, add_format_options, positive_seconds, seed_type
 from grader.core.text import printable
 
@@ -416,12 +428,11 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
               file=sys.stderr)
         return EXIT_INPUT
     from grader.compile import sandbox
-    from grader.pipeline.grade import add_counters, grade_file
+    from grader.compile.toolkit import install_problem
     from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
     from grader.output.report import error_report, render_text
     from grader.output.terminal import StageLine
-
-    from grader.compile.toolkit import install_problem
+    from grader.pipeline.grade import add_counters, grade_file
 
     box = sandbox.state()
     if not box.available and install_problem() is None:  # else grading stops on the install, with the fix

@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from tabulate import tabulate
 
-from grader.feedback.counters import CountersUnavailable, KernelCounters, kernel_base, kernel_counters, run_ncu
+from grader.feedback.counters import CountersUnavailable, kernel_base, kernel_counters, run_ncu
 
 BIAS_SLACK = 0.05
 """A cache-resident read must not add more than this share to a kernel's modeled bytes."""

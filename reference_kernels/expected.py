@@ -12,8 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
-from grader.exercises.rope.reference import (DEFAULT_BASE, LAYOUTS, LONG_CONTEXT_BASE, PAIRINGS, rope_angles,
-                                             rope_error_bound, rope_reference, rope_tables)
+from grader.exercises.rope.reference import (
+    DEFAULT_BASE,
+    LAYOUTS,
+    LONG_CONTEXT_BASE,
+    PAIRINGS,
+    rope_angles,
+    rope_error_bound,
+    rope_reference,
+    rope_tables,
+)
 
 
 # --- The chain -----------------------------------------------------------------------------------------

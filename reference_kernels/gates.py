@@ -14,13 +14,21 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from grader.gpu.device import Gpu
-from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import GuardedRun, compare, guard_damage, guard_text
-from grader.exercises.bias_gelu.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDTHS, Version, chain_versions, launch_kernel,
-                                        make_launch)
-from reference_kernels import expected as ref
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises.bias_gelu.page_kernels import (
+    FUSED,
+    MODEL_ANSWER,
+    STAGED,
+    WIDTHS,
+    Version,
+    chain_versions,
+    launch_kernel,
+    make_launch,
+)
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
+from grader.gpu.device import Gpu
+from reference_kernels import expected as ref
 from reference_kernels.suite import BF16_VERSIONS, GELU_FORMS, TO_BF16, rope_versions
 
 ROPE_SHAPE = (3, 17, 5, 64)

@@ -26,22 +26,38 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from grader.compile.nvrtc import DEFAULT_ARCH, Compiled
-from grader.gpu.device import Gpu, GpuInfo, open_gpu
-from grader.core.errors import (EXIT_FAIL, EXIT_GRADER, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, GraderFault,
-                           NoGpuError, SubmissionError, exit_codes_help)
+from grader.compile.toolkit import arch_type, require_cuda
+from grader.core.errors import (
+    EXIT_FAIL,
+    EXIT_GRADER,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_GPU,
+    EXIT_PASS,
+    GraderFault,
+    NoGpuError,
+    SubmissionError,
+    exit_codes_help,
+)
 from grader.core.options import HelpFormatter
+from grader.core.text import printable
 from grader.exercises.bias_gelu.reference import gelu_gap
-from grader.timing.timer import CopyFloor, over_bound
+from grader.gpu.device import Gpu, GpuInfo, open_gpu
+from grader.timing.timer import CopyFloor, Table, TimerSettings, over_bound
 from reference_kernels import expected as ref
 from reference_kernels.counted import SuiteCounters, counters_text, suite_counters
 from reference_kernels.gates import Gate, StagedFusedMismatch, all_gates, gelu_gap_float32
 from reference_kernels.selfcheck_report import (
-    Prediction, byte_counts, gap_text, gates_text, mismatch_text, predictions, predictions_text, table_text,
+    Prediction,
+    byte_counts,
+    gap_text,
+    gates_text,
+    mismatch_text,
+    predictions,
+    predictions_text,
+    table_text,
 )
 from reference_kernels.suite import compile_suite, load_suite
-from grader.core.text import printable
-from grader.timing.timer import Table, TimerSettings
-from grader.compile.toolkit import arch_type, require_cuda
 from reference_kernels.timed import bf16_table, chain_table, rope_table
 
 DEFAULT_SEED = 96

@@ -19,9 +19,18 @@ from __future__ import annotations
 from importlib.resources import files
 
 from grader.compile import kernel_cache
-from grader.exercises.bias_gelu import page_kernels
 from grader.compile.nvrtc import Compiled
-from grader.exercises.bias_gelu.page_kernels import ION, WIDTHS, KernelDef, Version, Wiring, chain_kernels, kernel_def, params
+from grader.exercises.bias_gelu import page_kernels
+from grader.exercises.bias_gelu.page_kernels import (
+    ION,
+    WIDTHS,
+    KernelDef,
+    Version,
+    Wiring,
+    chain_kernels,
+    kernel_def,
+    params,
+)
 
 SOURCES = ("rope.cu", page_kernels.SOURCE, "gelu_bf16.cu")
 

@@ -14,9 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.page_kernels import (
+    FUSED,
+    STAGED,
+    WIDTHS,
+    Version,
+    chain_versions,
+    launch_kernel,
+    make_launch,
+)
 from grader.gpu.device import Gpu
 from grader.timing.timer import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape
-from grader.exercises.bias_gelu.page_kernels import FUSED, STAGED, WIDTHS, Version, chain_versions, launch_kernel, make_launch
 from reference_kernels import expected as ref
 from reference_kernels.suite import BF16_VERSIONS, TO_BF16, rope_versions
 

@@ -14,16 +14,16 @@ import random
 from pathlib import Path
 
 from grader.batch import gradebook as gb
-from grader.source.claims import Flag, StudentClaim, StudentRow
-from grader.gpu.clocks import ClockLimits, Clocks
-from grader.source.contract import Contract
+from grader.check.verify import Verification
 from grader.feedback.counters import Counters, KernelCounters
+from grader.feedback.worth import Hint
+from grader.gpu.clocks import ClockLimits, Clocks
 from grader.gpu.device import GpuInfo
 from grader.output.gradescope_export import Submitter
 from grader.output.report import CompileSummary, GradeReport
+from grader.source.claims import Flag, StudentClaim, StudentRow
+from grader.source.contract import Contract
 from grader.timing.timer import TimedRow
-from grader.check.verify import Verification
-from grader.feedback.worth import Hint
 
 H200 = GpuInfo(name="NVIDIA H200", compute_capability="9.0", arch="sm_90", multiprocessors=132,
                threads_per_multiprocessor=2048, l2_bytes=60 * 2**20, total_bytes=150 * 10**9, free_bytes=149 * 10**9,

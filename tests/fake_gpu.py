@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.check import draws
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.gpu.device import GpuInfo, address
 from reference_kernels import expected as ref
 
@@ -20,7 +20,7 @@ BASE = 1 << 32
 
 
 class FakeBuffer:
-    def __init__(self, gpu: "FakeGpu", ptr: int, nbytes: int) -> None:
+    def __init__(self, gpu: FakeGpu, ptr: int, nbytes: int) -> None:
         self.gpu, self.ptr, self.nbytes = gpu, ptr, nbytes
         self.handle = ptr
 
@@ -32,14 +32,14 @@ class FakeFence:
     """The stand-in for grader.gpu.device.Fence: one allocation of exactly `size` bytes (the stand-in's allocations
     keep 256 bytes apart, and an access outside every live one fails), buffers placed at its start or end."""
 
-    def __init__(self, gpu: "FakeGpu", nbytes: int) -> None:
+    def __init__(self, gpu: FakeGpu, nbytes: int) -> None:
         self.size = -(-nbytes // 4096) * 4096
         self.buffer = gpu.alloc(self.size)
         self.base = self.buffer.ptr
 
     def place(self, nbytes: int, side: str):
-        from grader.gpu.device import FENCE_ALIGN
         from grader.core.launch import DevicePtr
+        from grader.gpu.device import FENCE_ALIGN
 
         if side == "start":
             return DevicePtr(self.base)
@@ -107,7 +107,7 @@ class FakeGpu:
         self.view(address(dst), nbytes)[:] = self.view(address(src), nbytes)
         self.clock += nbytes * 2e-9
 
-    def fence(self, nbytes: int) -> "FakeFence | None":
+    def fence(self, nbytes: int) -> FakeFence | None:
         if self.fences is False:
             return None
         if self.fences is None or self.fences.size < nbytes:
@@ -294,8 +294,8 @@ class FakeGpu:
 def with_example(path, l2_bytes: int = 1 << 14, launch_ms: float = 5.0):
     """A FakeGpu with the example at `path` compiled and loaded: (gpu, kernel, spec, contract). launch_ms: each
     launch's stand-in time (5 ms: 40 launches make the 200 ms warm-up)."""
-    from grader.exercises import bias_gelu as exercise
     from grader.compile.nvrtc import compile_kernels
+    from grader.exercises import bias_gelu as exercise
     from grader.source.read import read_submission
 
     sub = read_submission(path, BIAS_GELU)

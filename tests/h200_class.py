@@ -32,27 +32,26 @@ from pathlib import Path
 import numpy as np
 
 from class_fixture import H200, clocks
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
 from grader.batch import gradebook as gb
 from grader.batch.pool import timeout_reason
-from grader.compile.nvrtc import compile_kernels
-from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.check.verify import Verification, compare
+from grader.compile.nvrtc import compile_kernels
 from grader.core.errors import InputError, Stage
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
 from grader.feedback.counters import counters_of, parse_csv
 from grader.feedback.hints import code_hints
 from grader.feedback.worth import Hint
 from grader.gpu.device import grader_call_failed
-from grader.pipeline.grade import grade_file, rank_hints, verdict_for
 from grader.output.gradescope_export import Submitter
 from grader.output.report import CompileSummary, GradeReport, error_report
+from grader.pipeline.grade import grade_file, rank_hints, verdict_for
 from grader.source.claims import StudentClaim, StudentRow, byte_count_flags
 from grader.source.contract import Contract
-from grader.timing.timer import FLOOR_SCALAR, TimedRow
-
-from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.source.contract import parse_contract as _parse  # noqa: E402
+from grader.timing.timer import FLOOR_SCALAR, TimedRow
 
 PAGE_CONTRACT = _parse("", "page.cu", _BG)
 """The page's launch: nothing declared."""
@@ -90,12 +89,12 @@ def ids(n: int, rng: random.Random) -> list[str]:
     return sorted(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(name: str):
     return compile_kernels((ROOT / KERNELS[name]).read_text(), f"{name}.cu", (exercise.KERNEL_NAME,), "sm_90")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def machine_hints(name: str) -> tuple[Hint, ...]:
     """The hints grader.feedback.hints finds in kernel `name`'s machine code, with the copies the H200 timed beside it
     where it was timed (the copies of a correct kernel's grading are the recorded ones: only its own time varies)."""
@@ -110,7 +109,7 @@ def machine_hints(name: str) -> tuple[Hint, ...]:
     return tuple(Hint(text=str(h), kind=h.kind) for h in found)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def checks() -> tuple[Verification, ...]:
     """The four checks of a correct kernel: grader.check.verify.compare of the exact function, rounded to float32."""
     rng = np.random.default_rng(5)
@@ -239,7 +238,7 @@ def report_of(kind: str, rng: random.Random, claim: str, profiled: bool) -> Grad
     return stopped(kind, rng)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows() -> tuple[str, ...]:
     rng = random.Random(31)
     names = ids(len(PLAN), rng)

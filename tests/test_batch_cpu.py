@@ -24,14 +24,15 @@ from pathlib import Path
 import pytest
 
 from conftest import alive, ended, wait_until
-
-from grader.batch import command as batch, gradebook as gb, pool
-from grader.core.errors import EXIT_INPUT
-from grader.output.gradescope import gradescope_results
+from grader.batch import command as batch
+from grader.batch import gradebook as gb
+from grader.batch import pool
 from grader.batch.protocol import BatchSettings, Job, event_line
-from grader.output.report import CompileSummary, GradeReport
-from grader.core.text import markdown_cell
 from grader.check.verify import Verification
+from grader.core.errors import EXIT_INPUT
+from grader.core.text import markdown_cell
+from grader.output.gradescope import gradescope_results
+from grader.output.report import CompileSummary, GradeReport
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "batch"
@@ -170,8 +171,8 @@ def test_links_are_refused_before_reading_unless_inside_their_own_student_folder
 
 
 def test_worker_clock_announces_compile_and_run_and_times_phases():
-    from grader.core.errors import PROGRESS as STAGES
     from grader.batch.worker import PhaseClock
+    from grader.core.errors import PROGRESS as STAGES
 
     sent = []
 
@@ -775,8 +776,8 @@ def test_without_a_sandbox_the_batch_refuses_unless_unsandboxed(tmp_path, monkey
 
 
 def test_a_worker_compiles_nothing_when_the_sandbox_it_needs_is_missing(tmp_path, monkeypatch):
-    from grader.compile import sandbox
     from grader.batch import worker
+    from grader.compile import sandbox
 
     monkeypatch.setattr(sandbox, "state", lambda: sandbox.SandboxState(False, 0, "no Landlock (test)"))
     monkeypatch.setattr(sandbox, "_required", False)

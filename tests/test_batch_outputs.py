@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import command, gradebook as gb, outputs, pool
+from grader.batch import command, outputs, pool
+from grader.batch import gradebook as gb
 from grader.batch.outputs import BATCH, MERGE, OUTPUTS, Settled
 from grader.output.report import GradeReport
 

@@ -443,8 +443,8 @@ def test_a_usage_error_on_gradescopes_route_still_writes_results_json(tmp_path, 
 
 def test_format_words_mean_the_same_in_every_command(capsys):
     from grader.batch.command import batch_parser, merge_parser
-    from grader.compile.kernel_cache import parser as cache_parser
     from grader.cli import single_parser
+    from grader.compile.kernel_cache import parser as cache_parser
 
     def words(p) -> tuple[str, ...]:
         return next(a.choices for a in p._actions if "--format" in a.option_strings)
@@ -485,9 +485,9 @@ def test_gpus_that_name_no_gpu_are_an_error(tmp_path, capsys, fake):
 
 def test_the_keep_rule_without_times_takes_the_higher_score_and_lists_a_sid_under_two_emails():
     from grader.batch import gradebook as gb
+    from grader.check.verify import Verification
     from grader.output.gradescope_export import Submitter
     from grader.output.report import CompileSummary, GradeReport
-    from grader.check.verify import Verification
 
     def row(id: str, verdict: str, *people: Submitter) -> gb.BatchResult:
         report = GradeReport(file=f"{id}/k.cu", verdict=verdict, stage="grade", reason="r", fraction=0.5,

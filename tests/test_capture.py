@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from grader.gpu import capture
 from grader import cli
+from grader.gpu import capture
 from grader.gpu.capture import Captured, capture_stdout
 from tests.fake_gpu import FakeGpu
 
@@ -42,8 +42,8 @@ def test_output_is_bounded_and_escaped():
 
 def _fake_gpu_run(printed: bytes):
     def run(gpu, spec, out, stage):
-        from grader.core.errors import WrongOutput
         from grader.check.verify import Verification
+        from grader.core.errors import WrongOutput
 
         os.write(1, printed)
         ctypes.CDLL(None).printf(b"%s", b"from C stdio\n")

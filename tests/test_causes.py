@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises import bias_gelu as exercise
-from grader.compile.nvrtc import compile_kernels
 from grader.check.mistakes import Mistake
 from grader.check.verify import Verification
+from grader.compile.nvrtc import compile_kernels
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import sass
 from grader.feedback.launch_facts import buffer, launch_hints, param_roles, warps_per_sm
 from grader.feedback.worth import STATIC, Hint, Times, rank
 from grader.gpu.clocks import Clocks
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.pipeline.grade import hints_for
 from grader.output.report import CompileSummary, GradeReport
+from grader.pipeline.grade import hints_for
 from grader.source.read import read_submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,8 +228,8 @@ def test_the_first_hint_with_recorded_counters_is_the_expected_one(stem):
     source = NCU / f"h200_source_{stem}.csv"
     report.counters = counters_of("ncu", parse_csv((NCU / f"h200_{stem}.csv").read_text()))
     if source.exists():
-        from grader.feedback.source_counters import join, parse_source
         from grader.feedback.launch_facts import param_roles
+        from grader.feedback.source_counters import join, parse_source
 
         info = c.kernels[exercise.KERNEL_NAME]
         facts = sass.sass_facts(c.cubin, info.mangled)

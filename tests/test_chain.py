@@ -11,18 +11,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_gpu import FakeGpu  # noqa: E402
-
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.timing import contention  # noqa: E402
-from grader.exercises.bias_gelu.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
 from grader.compile.nvrtc import compile_kernels  # noqa: E402
-from grader.source.contract import Contract  # noqa: E402
-from grader.output.report import GradeReport, render_text  # noqa: E402
-from grader.source.read import read_submission  # noqa: E402
-from grader.timing.timer import TimerSettings  # noqa: E402
-
+from grader.exercises.bias_gelu.chain import YOURS, YOURS_CHAIN, chain_table  # noqa: E402
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.output.report import GradeReport, render_text  # noqa: E402
 from grader.source.contract import parse_contract as _parse  # noqa: E402
+from grader.source.read import read_submission  # noqa: E402
+from grader.timing import contention  # noqa: E402
+from grader.timing.timer import TimerSettings  # noqa: E402
 
 PAGE_CONTRACT = _parse("", "page.cu", _BG)
 """The page's launch: nothing declared."""
@@ -58,9 +55,8 @@ def test_the_students_rows_sit_beside_the_pages_chains(gpu, monkeypatch):
 
 
 def test_a_disturbed_chain_is_a_note_not_a_table(gpu, monkeypatch):
-    from grader.core.errors import Busy
-
     import grader.exercises.bias_gelu.chain as chain
+    from grader.core.errors import Busy
 
     monkeypatch.setattr(chain, "disturbed", lambda *a: ["the copy row's spread was 40%"])
     sub = read_submission("submissions/gold_float4.cu", BIAS_GELU)

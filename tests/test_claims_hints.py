@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
 from conftest import SUBMISSIONS, hint_texts
 from grader.compile.nvrtc import compile_kernels
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback.hints import code_hints, ptx_facts
 from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, find_claim, implied_gbs, parse_claim, parse_row
 from grader.source.read import read_submission

@@ -19,7 +19,6 @@ from html.parser import HTMLParser
 import pytest
 
 from class_fixture import HOSTILE, realistic_rows
-from h200_class import batch_and_merge, h200_class
 from grader.batch import classpage as cp
 from grader.batch import classplots as plots
 from grader.batch import gradebook as gb
@@ -28,6 +27,7 @@ from grader.batch.classpage_assets import MARKS, PALETTE, STYLE
 from grader.output.report import first_step
 from grader.output.student_files import report_file
 from grader.output.svgplot import Plot, escape, nice_ticks
+from h200_class import batch_and_merge, h200_class
 
 
 @pytest.fixture(scope="module")

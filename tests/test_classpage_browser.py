@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from class_fixture import HOSTILE, write_results
-from h200_class import batch_and_merge
 from grader.batch import command as batch
 from grader.batch import gradebook as gb
 from grader.batch import triage
 from grader.output.student_files import report_file
+from h200_class import batch_and_merge
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -5,11 +5,10 @@ import re
 
 import pytest
 
-from grader.cli import main
-from grader.gpu.device import open_gpu
-from grader.core.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
-
 from conftest import SUBMISSIONS
+from grader.cli import main
+from grader.core.errors import EXIT_FAIL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, NoGpuError
+from grader.gpu.device import open_gpu
 
 
 def has_gpu() -> bool:

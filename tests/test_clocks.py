@@ -11,17 +11,16 @@ import json
 import numpy as np
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.timing import contention
-from grader.exercises import bias_gelu as exercise
-from grader.gpu.clocks import ClockLimits, ClockSample, Clocks, judge, reason_names
-from grader.gpu.device import Gpu
-from grader.core.errors import Busy
-from grader.timing.measure import measure
-from grader.output.report import GradeReport, render_text
-
 from conftest import SUBMISSIONS
 from fake_gpu import with_example
+from grader.core.errors import Busy
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.gpu.clocks import ClockLimits, Clocks, ClockSample, judge, reason_names
+from grader.gpu.device import Gpu
+from grader.output.report import GradeReport, render_text
+from grader.timing import contention
+from grader.timing.measure import measure
 
 H200 = ClockLimits(sm_max_mhz=1980, mem_max_mhz=3201, sm_app_mhz=1980, sm_app_default_mhz=1980, mem_app_mhz=3201,
                    mem_app_default_mhz=3201)

@@ -1,17 +1,15 @@
 """NVRTC compilation without a GPU: every example and grader kernel compiles to a cubin; errors read file:line."""
 
 import re
-from importlib.resources import files
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
+from conftest import SUBMISSIONS
 from grader.compile.nvrtc import compile_kernels
 from grader.core.errors import SubmissionError
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.source.read import read_submission
-
-from conftest import SUBMISSIONS
 
 EXAMPLES = sorted(p for p in SUBMISSIONS.glob("*.cu") if p.name != "compile_error.cu")
 

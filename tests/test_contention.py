@@ -9,16 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader import cli
-from grader.timing import contention
-from grader.timing.contention import disturbed, gpu_turn, wait_for_quiet
 from grader.core.errors import Busy
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.gpu.device import GpuLoad
 from grader.output.report import GradeReport, render_text
-
-from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.source.contract import parse_contract as _parse  # noqa: E402
+from grader.timing import contention
+from grader.timing.contention import disturbed, gpu_turn, wait_for_quiet
 
 PAGE_CONTRACT = _parse("", "page.cu", _BG)
 """The page's launch: nothing declared."""
@@ -131,8 +130,8 @@ def test_wait_for_quiet_is_bounded_and_says_so(monkeypatch, capsys):
 def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
     from grader.core.errors import Busy
     from grader.pipeline.grade import Outcome, assemble
-    from grader.timing.measure import busy_reason
     from grader.source.read import read_submission
+    from grader.timing.measure import busy_reason
 
     why = busy_reason(["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
                       GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
@@ -151,7 +150,6 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
 def test_a_block_larger_than_the_kernel_allows_is_explained():
     from types import SimpleNamespace
 
-    from grader.source.contract import Contract
     from grader.core.errors import SubmissionError
     from grader.pipeline.grade import _compile_summary, check_launch_fits
 

@@ -6,13 +6,12 @@ import re
 import numpy as np
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.core import exercise as course
+from grader.core.errors import InputError, SubmissionError
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.source.claims import parse_claim, parse_row
 from grader.source.contract import Contract, parse_contract
-from grader.core.errors import InputError, SubmissionError
-
-from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.source.contract import parse_contract as _parse  # noqa: E402
 
 PAGE_CONTRACT = _parse("", "page.cu", _BG)

@@ -10,10 +10,19 @@ from pathlib import Path
 import pytest
 
 from conftest import ended
-
 from grader.feedback import counters
-from grader.feedback.counters import (LAUNCH_ORDER, CountersUnavailable, KernelCounters, counters_of, findings,
-                                      find_ncu, kernel_base, parse_csv, run_ncu, submission_counters)
+from grader.feedback.counters import (
+    LAUNCH_ORDER,
+    CountersUnavailable,
+    KernelCounters,
+    counters_of,
+    find_ncu,
+    findings,
+    kernel_base,
+    parse_csv,
+    run_ncu,
+    submission_counters,
+)
 from grader.output.report import GradeReport, render_text
 
 DATA = Path(__file__).parent / "data" / "ncu"

@@ -5,10 +5,9 @@ graded report carries the student's part-3 chain rows."""
 
 import pytest
 
+from conftest import SUBMISSIONS
 from grader.feedback.counters import COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu, submission_counters
 from grader.pipeline.grade import add_counters, grade_file
-
-from conftest import SUBMISSIONS
 
 pytestmark = pytest.mark.gpu
 

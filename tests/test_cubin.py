@@ -17,14 +17,12 @@ import subprocess
 import pytest
 
 from grader.compile import cubin
-from grader.feedback import sass
 from grader.compile.nvrtc import compile_kernels
-from grader.source.contract import Contract
 from grader.core.errors import GraderFault, SubmissionError
-from grader.source.signature import check_params, source_signature
-
 from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
+from grader.feedback import sass
 from grader.source.contract import parse_contract as _parse  # noqa: E402
+from grader.source.signature import check_params, source_signature
 
 PAGE_CONTRACT = _parse("", "page.cu", _BG)
 """The page's launch: nothing declared."""

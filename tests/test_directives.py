@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_linear
-from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
-from grader.source.includes import normalize, scan
 from grader.core.errors import SubmissionError
+from grader.exercises import bias_gelu as exercise
+from grader.source.includes import normalize, scan
 from grader.source.read import prepare_for_nvrtc
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))

@@ -11,8 +11,8 @@ from importlib.resources import files
 import numpy as np
 import pytest
 
-from grader.exercises import bias_gelu as exercise
 from grader.check import draws
+from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu import reference as bg_reference
 from grader.exercises.bias_gelu.reference import bias_gelu
 

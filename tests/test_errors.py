@@ -14,16 +14,23 @@ import pytest
 from cuda.bindings import driver, nvrtc
 
 import grader.pipeline.grade
-from grader.batch import command as batch, gpus, pool, worker
-from grader.compile import toolkit
-from grader.cli import main
-from grader.gpu.device import KERNEL_FAULTS, Gpu, grader_call_failed
-from grader.core.errors import (EXIT_GRADER, EXIT_INPUT, GraderFault, InputError, InstallError, NoGpuError,
-                           SubmissionError)
-from grader.batch.protocol import Job
-
 from conftest import ROOT, SUBMISSIONS
 from fake_gpu import FakeGpu
+from grader.batch import command as batch
+from grader.batch import gpus, pool, worker
+from grader.batch.protocol import Job
+from grader.cli import main
+from grader.compile import toolkit
+from grader.core.errors import (
+    EXIT_GRADER,
+    EXIT_INPUT,
+    GraderFault,
+    InputError,
+    InstallError,
+    NoGpuError,
+    SubmissionError,
+)
+from grader.gpu.device import KERNEL_FAULTS, Gpu, grader_call_failed
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 HIDE_BINDINGS = "import sys; sys.modules['cuda.bindings'] = None; "

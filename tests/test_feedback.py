@@ -13,9 +13,9 @@ import pytest
 
 from class_fixture import HOSTILE, write_results
 from grader.batch import gradebook as gb
-from grader.output.student_files import PLAIN_MAX, StudentReport, report_file, report_stem, report_text
 from grader.output.gradescope_export import Submitter
 from grader.output.report import GradeReport, render_text
+from grader.output.student_files import PLAIN_MAX, StudentReport, report_file, report_stem, report_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = ROOT / "submissions"
@@ -93,7 +93,8 @@ def test_a_batch_writes_each_report_identical_to_grade_file(tmp_path):
 
 
 def test_a_row_s_report_is_written_the_moment_the_row_lands(tmp_path, monkeypatch):
-    from grader.batch import command as batch, pool
+    from grader.batch import command as batch
+    from grader.batch import pool
 
     monkeypatch.setattr(pool, "WORKER_COMMAND", [sys.executable, str(ROOT / "tests" / "fake_worker.py")])
     cls = tmp_path / "class"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.output import gradescope_export as gx
 from grader.core.errors import InputError
+from grader.output import gradescope_export as gx
 from grader.output.student_files import report_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.batch import gradebook as gb, pool
-from grader.cli import main
-from grader.output.report import GradeReport, render_text
-from grader.core.text import markdown_cell, printable, printable_lines
-
 from conftest import SUBMISSIONS, assert_linear
+from grader.batch import gradebook as gb
+from grader.batch import pool
+from grader.cli import main
+from grader.core.text import markdown_cell, printable, printable_lines
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.output.report import GradeReport, render_text
 
 GOLD = (SUBMISSIONS / "gold_float4.cu").read_text()
 CONTROL = ("\x1b", "\x07", "\x9b", "\r")
@@ -113,8 +113,7 @@ def test_comments_are_found_in_linear_time_among_hostile_literals():
 
 
 def test_a_long_row_parses_in_linear_time_and_its_flags_too():
-    from grader.source.claims import parse_row
-    from grader.source.claims import byte_count_flags
+    from grader.source.claims import byte_count_flags, parse_row
 
     def flags_of(raw):
         return byte_count_flags(parse_row(raw), None, rows=100, cols=1024, floor_gbs=4000.0, measured_gbs=3000.0,
@@ -179,8 +178,8 @@ def test_signature_scan_is_linear_in_nested_conditionals():
 
 # --- compiler output: warnings capped, ptxas errors shown, no name read as an option -----------------
 def _compile(text: str, name: str = "s.cu"):
-    from grader.exercises import bias_gelu as exercise
     from grader.compile.nvrtc import compile_kernels
+    from grader.exercises import bias_gelu as exercise
     from grader.source.read import prepare_for_nvrtc
 
     return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
@@ -204,8 +203,9 @@ def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
 
 
 def test_a_long_error_log_is_capped_too():
-    from grader.core.errors import SubmissionError
     import pytest
+
+    from grader.core.errors import SubmissionError
 
     text = GOLD + "\n" + "".join(f"int e{i} = ;\n" for i in range(500))
     with pytest.raises(SubmissionError) as err:
@@ -214,8 +214,9 @@ def test_a_long_error_log_is_capped_too():
 
 
 def test_ptxas_errors_are_shown():
-    from grader.core.errors import SubmissionError
     import pytest
+
+    from grader.core.errors import SubmissionError
 
     for extra, said in [("__constant__ float big[20000];\n__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
                          "too much global constant data"),
@@ -331,9 +332,10 @@ def test_a_file_removed_during_a_batch_is_an_input_row(tmp_path, monkeypatch):
 
 # --- UTF-16 and UTF-32 sources ---------------------------------------------------------------------------
 def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
+    import pytest
+
     from grader.core.errors import InputError
     from grader.source.read import decode_source
-    import pytest
 
     for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
         with pytest.raises(InputError) as err:
@@ -350,8 +352,8 @@ def test_a_utf16_file_is_told_to_be_saved_as_utf8(tmp_path, capsys):
 def test_grade_block_numbers_are_ascii_decimal_only():
     import pytest
 
-    from grader.source.contract import parse_contract
     from grader.core.errors import InputError
+    from grader.source.contract import parse_contract
 
     assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
                           "s.cu", BIAS_GELU).stride_blocks == 1024
@@ -377,8 +379,8 @@ def test_an_infinite_claim_is_infinity_in_json(tmp_path, capsys):
 def test_every_float_of_the_report_model_round_trips_non_finite_values(tmp_path):
     import math
 
-    from grader.timing.timer import TimedRow
     from grader.check.verify import Verification
+    from grader.timing.timer import TimedRow
 
     nan, inf = float("nan"), float("inf")
     report = GradeReport(file="s.cu", verdict="fail", reason="r", fraction=inf, fraction_low=-inf, floor_gbs=nan,

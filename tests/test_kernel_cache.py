@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from importlib.resources import files as kernel_files
 
 import pytest
 
 from grader.compile import kernel_cache
-from importlib.resources import files as kernel_files
 
 ARCH = "sm_90"
 SOURCE = "floor.cu"
@@ -174,8 +174,8 @@ def test_a_planted_entry_is_never_used_and_never_hangs(cache, plant):
 
 
 def test_workers_get_the_cache_folder_and_the_gpu_lock_folder_as_this_process_resolved_them(tmp_path, monkeypatch):
-    from grader.timing import contention
     from grader.batch import pool
+    from grader.timing import contention
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(kernel_cache.ENV, "relative/cache")  # the worker runs in a folder of its own

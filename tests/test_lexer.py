@@ -6,8 +6,26 @@ import random
 import pytest
 
 from conftest import assert_linear
-from grader.source.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, NEWLINE, NUMBER, OPEN_COMMENT, OPEN_RAW, OTHER,
-                                 PUNCT, RAW, STRING, Spliced, literal_quote, normalize, token_at, tokens)
+from grader.source.lexer import (
+    BAD_RAW,
+    BLANK,
+    CHAR,
+    COMMENT,
+    IDENT,
+    NEWLINE,
+    NUMBER,
+    OPEN_COMMENT,
+    OPEN_RAW,
+    OTHER,
+    PUNCT,
+    RAW,
+    STRING,
+    Spliced,
+    literal_quote,
+    normalize,
+    token_at,
+    tokens,
+)
 
 
 def lexed(s: str, **kw) -> list[tuple[str, str]]:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import command as batch, gradebook as gb
+from grader.batch import command as batch
+from grader.batch import gradebook as gb
 from grader.batch.discovery import shard
 from grader.batch.protocol import Item
 from grader.core.errors import EXIT_INCOMPLETE, EXIT_INPUT, EXIT_PASS, Stage

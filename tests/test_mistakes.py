@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_gpu import FakeGpu
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
+from fake_gpu import FakeGpu
+from grader.check.verify import verify
 from grader.compile.nvrtc import compile_kernels
+from grader.core.exercise import POISON_WORD  # the word the output is filled with before the launch (-1e30, no NaN)
+from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu import mistakes
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.exercises.bias_gelu.mistakes import MISTAKES, Inputs, match
 from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_tanh, make_inputs
-from grader.check.verify import verify
-from grader.core.exercise import POISON_WORD  # the word the output is filled with before the launch (-1e30, no NaN)
 from grader.source.read import read_submission
 
 

@@ -15,14 +15,13 @@ import pytest
 
 import grader
 import grader.pipeline.grade
+from conftest import ROOT, SUBMISSIONS
 from grader.batch import gradebook as gb
+from grader.check.verify import Verification
 from grader.cli import main
 from grader.core.errors import EXIT_INPUT, EXIT_NO_GPU, NoGpuError
 from grader.output.report import GradeReport, render_text
 from grader.output.terminal import StageLine
-from grader.check.verify import Verification
-
-from conftest import ROOT, SUBMISSIONS
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 

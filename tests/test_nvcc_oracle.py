@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import benchmark_module, ROOT
-from test_pragmas import ALLOWED, file_with
-
+from conftest import ROOT, benchmark_module
 from grader.source.prelude import prelude
+from test_pragmas import ALLOWED, file_with
 
 CORPUS = sorted((ROOT / "tests" / "data").rglob("*.cu")) + sorted((ROOT / "submissions").glob("*.cu"))
 NVCC_REJECTS = {

@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 
 import grader.pipeline.grade
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from conftest import SUBMISSIONS, load_benchmark
 from grader.batch import gradebook as gb
+from grader.check.verify import Verification, compare
 from grader.cli import main
 from grader.core.errors import EXIT_GRADER, EXIT_NO_GPU, NoGpuError
 from grader.core.model import NON_FINITE_STRINGS as NON_FINITE
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.output.report import CompileSummary, GradeReport
 from grader.timing.timer import TimedRow
-from grader.check.verify import Verification, compare
-
-from conftest import SUBMISSIONS, load_benchmark
 
 GOLD = str(SUBMISSIONS / "gold_float4.cu")
 

@@ -14,10 +14,20 @@ from pathlib import Path
 import pytest
 
 from grader.batch import pool
-from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S
+from grader.batch.protocol import (
+    BatchSettings,
+    Child,
+    Graded,
+    Item,
+    Job,
+    Ready,
+    Result,
+    StageEvent,
+    event_line,
+    read_event,
+)
 from grader.core.errors import Stage, WorkerStartError
-from grader.batch.protocol import (BatchSettings, Child, Graded, Item, Job, Ready, Result, StageEvent, event_line,
-                                   read_event)
+from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S
 from grader.output.report import GradeReport
 
 SETTINGS = BatchSettings(compile_limit=5.0, run_limit=9.0, memory_limit_gib=1.0)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from grader.source.includes import scan
-from grader.core.errors import SubmissionError
-from grader.source.read import prepare
-
 from conftest import assert_linear
+from grader.core.errors import SubmissionError
+from grader.source.includes import scan
+from grader.source.read import prepare
 
 KERNEL = ("__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) {\n"
           "  size_t i = blockIdx.x * blockDim.x + threadIdx.x;\n"

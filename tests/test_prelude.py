@@ -20,16 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, benchmark_module
+from grader.compile.nvrtc import compile_kernels
+from grader.compile.predefined import nvrtc_defines
 from grader.exercises import bias_gelu as exercise
 from grader.source import prelude as prelude_module
-from grader.compile.nvrtc import compile_kernels
 from grader.source.includes import ALLOWED_INCLUDES
-from grader.compile.predefined import nvrtc_defines
 from grader.source.prelude import HEADER_MACROS, HOST_INCLUDED, LEFT_OUT, header_macro_names, prelude
 from grader.source.program import extract
 from grader.source.read import prepare
-
-from conftest import ROOT, benchmark_module
 
 GXX = shutil.which("g++")
 NVCC = shutil.which("nvcc")

@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
-from grader.compile.nvrtc import compile_kernels
-from grader.source.includes import scan
-from grader.core.errors import SubmissionError
-from grader.source.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
-from grader.source.signature import source_signature
-from grader.source.prelude import prelude
-from grader.source.read import prepare, prepare_for_nvrtc, read_submission
-
 from conftest import assert_linear
+from grader.compile.nvrtc import compile_kernels
+from grader.core.errors import SubmissionError
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.source.includes import scan
+from grader.source.prelude import prelude
+from grader.source.program import LINE_PLACEHOLDER, PROGRAM_INCLUDES, Extracted, Part, extract
+from grader.source.read import prepare, prepare_for_nvrtc, read_submission
+from grader.source.signature import source_signature
 
 DATA = Path(__file__).parent / "data"
 PROGRAMS = DATA / "programs"

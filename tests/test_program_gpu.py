@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from grader.pipeline.grade import grade_file
-
 from conftest import ROOT
+from grader.pipeline.grade import grade_file
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = ROOT / "tests" / "data" / "programs"

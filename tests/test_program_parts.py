@@ -8,8 +8,15 @@ import pytest
 
 from grader.source.includes import scan
 from grader.source.program_declarators import Declarators, Describer, macro_spaces, read_declarators
-from grader.source.program_split import (Decl, Unsplittable, attribute_end, matching_brace, matching_paren, skip_angles,
-                                         split)
+from grader.source.program_split import (
+    Decl,
+    Unsplittable,
+    attribute_end,
+    matching_brace,
+    matching_paren,
+    skip_angles,
+    split,
+)
 from grader.source.program_tokens import Tokens
 
 

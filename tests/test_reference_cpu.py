@@ -9,15 +9,14 @@ import re
 import numpy as np
 import pytest
 
+from fake_gpu import FakeGpu
 from grader.exercises.bias_gelu.page_kernels import FUSED, MODEL_ANSWER, STAGED, WIDTHS, chain_versions
 from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
 from grader.timing.timer import Table, TimedRow
 from reference_kernels import expected as ref
 from reference_kernels.selfcheck_report import predictions
-from reference_kernels.suite import SOURCES, BF16_VERSION, all_kernels, compile_suite
+from reference_kernels.suite import BF16_VERSION, SOURCES, all_kernels, compile_suite
 from reference_kernels.timed import QUICK
-
-from fake_gpu import FakeGpu
 
 SMALL = {"rope": 65536, "chain": (8, 1024), "bf16": 4096}
 
@@ -175,8 +174,8 @@ def test_wide_half_split_moves_16_bytes_and_page_kernels_do_not(compiled):
 
 # --- the self-check without a GPU ------------------------------------------------------------------
 def _has_gpu() -> bool:
-    from grader.gpu.device import open_gpu
     from grader.core.errors import NoGpuError
+    from grader.gpu.device import open_gpu
 
     try:
         open_gpu()

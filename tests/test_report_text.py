@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from h200_class import h200_class
 from grader.feedback.worth import Hint
 from grader.output.report import GradeReport, first_step, outcome, output_right, render_text
 from grader.source.claims import NOTE_KINDS, Flag
+from h200_class import h200_class
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from conftest import ROOT, SUBMISSIONS
 from grader.check import draws
 from grader.core.errors import GraderFault, SubmissionError
 from grader.core.exercise import BENCH_FREE_MEMORY_SHARE, BENCH_L2_MULTIPLE, POISON_WORD
@@ -18,8 +19,6 @@ from grader.exercises.rope import EXERCISE as E
 from grader.exercises.rope import device as rope_device
 from grader.exercises.rope.problem import IN_MIX
 from grader.exercises.rope.reference import rope_tables
-
-from conftest import ROOT, SUBMISSIONS
 from rope_twins import RopeFakeGpu, judge, rope32
 
 EXAMPLES = SUBMISSIONS / "rope"

@@ -14,12 +14,11 @@ import re
 import numpy as np
 import pytest
 
+from conftest import SUBMISSIONS
 from grader.check.verify import GuardedRun
 from grader.compile.nvrtc import compile_kernels
 from grader.core.launch import LaunchSpec, Param, bind, integer_param
 from grader.exercises.rope import EXERCISE as E
-
-from conftest import SUBMISSIONS
 from rope_twins import judge, rope32
 
 pytestmark = pytest.mark.gpu

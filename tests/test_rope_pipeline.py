@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import SUBMISSIONS
 from grader import exercises
 from grader.check.verify import fences, verify
 from grader.compile.nvrtc import compile_kernels
 from grader.source.read import read_submission
 from grader.timing import contention
 from grader.timing.measure import measure
-
-from conftest import SUBMISSIONS
 from rope_twins import RopeFakeGpu
 
 ROPE = exercises.get("rope")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises import bias_gelu as exercise
 from grader.compile import sandbox
 from grader.compile.nvrtc import _compile, compile_kernels
 from grader.core.errors import SandboxError, SubmissionError
+from grader.exercises import bias_gelu as exercise
 from grader.source.prelude import PRELUDE
 
 LEAKS = sorted((Path(__file__).parent / "data" / "leaks").glob("*.cu"))

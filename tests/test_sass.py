@@ -14,12 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from conftest import SUBMISSIONS, ended, hint_texts
 
-from grader.exercises import bias_gelu as exercise
-from grader.feedback import sass, sass_disassembler
+from conftest import SUBMISSIONS, ended, hint_texts
 from grader.compile.nvrtc import compile_kernels
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.feedback import sass, sass_disassembler
 from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
 from grader.feedback.sass import Disassembler, DisassemblyError
 from grader.source.read import read_submission

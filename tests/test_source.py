@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.core.errors import EXIT_INPUT, InputError, SubmissionError
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.source.read import prepare_for_nvrtc, read_submission
 
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"

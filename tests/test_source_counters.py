@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import sass
 from grader.feedback.counters import InstructionCounters
 from grader.feedback.launch_facts import param_roles

@@ -3,8 +3,8 @@ evaluated `__has_include`), and file names that would inject text into the `#lin
 
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.core.errors import SubmissionError
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.source.read import prepare_for_nvrtc, read_submission, safe_source_name
 
 KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"

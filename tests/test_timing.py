@@ -5,10 +5,10 @@ import math
 import pytest
 
 from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
-from grader.gpu.device import GpuInfo
 from grader.core.errors import GraderFault
 from grader.core.launch import LaunchSpec, Param
+from grader.exercises import bias_gelu as exercise
+from grader.gpu.device import GpuInfo
 from grader.timing.timer import Timed, bench_shape, gbs, stats_of
 
 

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.exercises import bias_gelu as exercise
-from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
 from grader.check.verify import compare
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
+from grader.exercises.bias_gelu.reference import bias_gelu, gelu_erf, gelu_gap, gelu_tanh, make_inputs
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_tanh_gelu_fails_with_first_bad_and_both_values(inputs):
     v = x.astype(np.float64) + bias
     page = np.abs(v) < 4.5
     assert np.abs(got - bias_gelu(x, bias))[page].max() == pytest.approx(exercise.TANH_GAP_MAX, rel=0.05)
-    assert r.first_bad.given["x"] == x[r.first_bad.row, r.first_bad.col] and f"x + bias = " in r.message
+    assert r.first_bad.given["x"] == x[r.first_bad.row, r.first_bad.col] and "x + bias = " in r.message
 
 
 def test_inputs_put_most_values_where_tanh_is_far(inputs):

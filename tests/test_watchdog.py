@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from grader.pipeline import watchdog
-
 from conftest import ROOT
+from grader.pipeline import watchdog
 
 STUCK = """
 import signal, sys, threading

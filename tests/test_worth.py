@@ -10,19 +10,26 @@ from pathlib import Path
 
 import pytest
 
+from grader.compile.nvrtc import compile_kernels
+from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import counters
-from grader.exercises import bias_gelu as exercise
-from grader.compile.nvrtc import compile_kernels
-from grader.feedback.counters import (METRICS, MODEL, PAGE_ANSWER, YOURS, Counters, KernelCounters, counters_of,
-                                      counters_wanted, parse_csv)
-from grader.pipeline.grade import add_counters, hints_for, rank_hints
+from grader.feedback.counters import (
+    METRICS,
+    MODEL,
+    PAGE_ANSWER,
+    YOURS,
+    Counters,
+    counters_of,
+    counters_wanted,
+    parse_csv,
+)
+from grader.feedback.worth import Hint, Times, rank
 from grader.gpu.clocks import Clocks
 from grader.gpu.device import GpuInfo
-from grader.source.read import read_submission
 from grader.output.report import CompileSummary, GradeReport, render_text
-from grader.timing.timer import FLOOR_SCALAR
-from grader.feedback.worth import Hint, Times, rank
+from grader.pipeline.grade import add_counters, hints_for, rank_hints
+from grader.source.read import read_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 NCU = ROOT / "tests" / "data" / "ncu"

@@ -29,15 +29,15 @@ import math
 from collections import Counter
 from urllib.parse import quote
 
-from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
 from grader.batch import classplots as plots
 from grader.batch import triage
 from grader.batch.classpage_assets import SCRIPT, STYLE
 from grader.batch.gradebook import BatchResult, Gradebook
+from grader.core import exercise as course
+from grader.core.text import printable
+from grader.exercises import bias_gelu as exercise
 from grader.output.student_files import report_file
 from grader.output.svgplot import escape
-from grader.core.text import printable
 
 
 def _sha256(text: str) -> str:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 
-from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
 from grader.batch.classpage_assets import BLUE, MARKS
 from grader.batch.gradebook import BIN_WIDTH, BINS, BatchResult, fraction_bins
 from grader.batch.triage import GROUPS, Points, group
+from grader.core import exercise as course
+from grader.core.text import printable
+from grader.exercises import bias_gelu as exercise
 from grader.output.gradescope import is_graded
 from grader.output.svgplot import FONT, Plot, nice_ticks
-from grader.core.text import printable
 
 CLAIM_MAX = 1.5
 """The claimed-against-measured plot shows fractions up to this; a claim above it is drawn on the top edge

@@ -38,26 +38,54 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import (discovery, expect, gpus, gradebook as gb, merging, outputs, people, pool, protocol, reply,
-                          slurm, worker)
-from grader.compile import sandbox
-from grader.batch.outputs import Settled, write_outputs, write_report
-from grader.batch.discovery import (ARCHIVE_SUFFIXES, LINK_REFUSED, SOURCE_SUFFIXES, discover,  # noqa: F401
-                                    parse_shard, shard, unique_ids)
-from grader.batch.gpus import GpuPlan, plan_gpus, probe_gpus, run_probe  # noqa: F401 - the batch's GPUs
-from grader.batch.reply import ClassRun, Reply, files_shown
-from grader.core.errors import (EXIT_INCOMPLETE, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_PASS, InputError,
-                           Interrupted, Stage, WorkerStartError, exit_codes_help)
 from grader import exercises
-from grader.compile.toolkit import arch_type
-from grader.core.version import __version__
-from grader.core.options import (HelpFormatter, add_format_options, gpu_list, positive_number, positive_seconds,
-                            seed_type)
+from grader.batch import discovery, expect, gpus, merging, outputs, people, pool, protocol, reply, slurm, worker
+from grader.batch import gradebook as gb
+from grader.batch.discovery import (  # noqa: F401
+    ARCHIVE_SUFFIXES,
+    LINK_REFUSED,
+    SOURCE_SUFFIXES,
+    discover,
+    parse_shard,
+    shard,
+    unique_ids,
+)
+from grader.batch.gpus import GpuPlan, plan_gpus, probe_gpus, run_probe  # noqa: F401 - the batch's GPUs
+from grader.batch.outputs import Settled, write_outputs, write_report
 from grader.batch.pool import Progress, Slot, item_error, run_jobs
-from grader.batch.protocol import (DEFAULT_COMPILE_LIMIT, DEFAULT_MEMORY_LIMIT_GIB, DEFAULT_RUN_LIMIT, BatchSettings,
-                                   Item)
-from grader.output.report import GradeReport
+from grader.batch.protocol import (
+    DEFAULT_COMPILE_LIMIT,
+    DEFAULT_MEMORY_LIMIT_GIB,
+    DEFAULT_RUN_LIMIT,
+    BatchSettings,
+    Item,
+)
+from grader.batch.reply import ClassRun, Reply, files_shown
+from grader.compile import sandbox
+from grader.compile.toolkit import arch_type
+from grader.core.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_GPU,
+    EXIT_PASS,
+    InputError,
+    Interrupted,
+    Stage,
+    WorkerStartError,
+    exit_codes_help,
+)
+from grader.core.options import (
+    HelpFormatter,
+    add_format_options,
+    gpu_list,
+    positive_number,
+    positive_seconds,
+    seed_type,
+)
 from grader.core.text import printable
+from grader.core.version import __version__
+from grader.output.report import GradeReport
 
 RESULT_SUFFIXES = (".py", ".cu", ".json")
 """The grader files whose digest is part of the resume key, at any depth under grader/ (grader_digest)."""

@@ -25,10 +25,16 @@ from pathlib import Path, PurePath
 
 from grader.batch.protocol import Item
 from grader.core.errors import InputError
-from grader.output.gradescope_export import (AUTOGRADER_METADATA_NAME, METADATA_NAME, METADATA_NAMES, ExportEntry,
-                                             read_autograder_metadata, read_metadata_file)
-from grader.source.read import MAX_SOURCE_BYTES, read_capped, safe_source_name
 from grader.core.text import name_text
+from grader.output.gradescope_export import (
+    AUTOGRADER_METADATA_NAME,
+    METADATA_NAME,
+    METADATA_NAMES,
+    ExportEntry,
+    read_autograder_metadata,
+    read_metadata_file,
+)
+from grader.source.read import MAX_SOURCE_BYTES, read_capped, safe_source_name
 
 # --- finding submissions -------------------------------------------------------------------------------
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp")

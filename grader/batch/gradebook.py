@@ -27,15 +27,15 @@ from pathlib import Path
 from pydantic import ValidationError
 from tabulate import tabulate
 
-from grader.core import exercise
 from grader.batch import people
-from grader.source.claims import NOTE_KINDS
-from grader.output.student_files import report_file, write_atomic
-from grader.output.gradescope_export import Submitter
+from grader.core import exercise
 from grader.core.model import ReportModel
-from grader.output.report import GradeReport, Verdict
-from grader.output.gradescope import gradescope_score
 from grader.core.text import markdown_cell
+from grader.output.gradescope import gradescope_score
+from grader.output.gradescope_export import Submitter
+from grader.output.report import GradeReport, Verdict
+from grader.output.student_files import report_file, write_atomic
+from grader.source.claims import NOTE_KINDS
 
 RESULT_SCHEMA_VERSION = 1
 VERDICTS: tuple[str, ...] = ("gold", "silver", "fail", "error", "no-gpu", "busy")
@@ -165,7 +165,7 @@ def _short(value: object) -> str:
 
 def _utc_now() -> str:
     """The time now in UTC, ISO 8601 to the second (rows' `finished`, the gradebook's `created`)."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _error_text(report: GradeReport) -> str:

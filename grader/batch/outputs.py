@@ -18,9 +18,9 @@ docs/batch.md ("Outputs"), whose list is markdown_table() of OUTPUTS (tests/test
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from grader.batch import gradebook as gb
 from grader.batch.classpage import class_page

@@ -60,7 +60,7 @@ def submitted_time(text: str) -> dt.datetime | None:
         when = dt.datetime.fromisoformat(f"{day}T{clock}.{(frac or '0')[:6].ljust(6, '0')}{zone}")
     except ValueError:
         return None
-    return when.astimezone(dt.timezone.utc)
+    return when.astimezone(dt.UTC)
 
 
 def _key(person: Submitter) -> str | None:
@@ -131,7 +131,7 @@ def _keep(rows: list[Row], score: Callable[[Row], float | None]) -> tuple[Row, s
     """The row KEEP_RULE keeps among one student's `rows`, and why in a few words."""
     def rank(row: Row) -> tuple:
         when, points = submitted_time(row.submitted_at), score(row)
-        return (when is not None, when or dt.datetime.min.replace(tzinfo=dt.timezone.utc),
+        return (when is not None, when or dt.datetime.min.replace(tzinfo=dt.UTC),
                 points is not None, points if points is not None else 0.0)
 
     ordered = sorted(rows, key=lambda r: r.id)

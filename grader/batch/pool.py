@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.batch import worker as worker_module
-from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S, Counters
+from grader.batch.protocol import BatchSettings, Child, Event, Graded, Item, Job, Ready, Result, StageEvent, read_event
 from grader.core.errors import Interrupted, Stage, WorkerStartError, stopped_in
 from grader.core.procs import kill_group
-from grader.batch.protocol import BatchSettings, Child, Event, Graded, Item, Job, Ready, Result, StageEvent, read_event
-from grader.output.report import GradeReport, error_report
 from grader.core.text import printable
+from grader.feedback.counters import LIMIT_S as COUNTERS_LIMIT_S
+from grader.feedback.counters import Counters
+from grader.output.report import GradeReport, error_report
 
 WORKER_COMMAND = [sys.executable, "-m", worker_module.__name__]
 """How a worker is started (tests replace it with a stand-in)."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from grader.core.errors import Stage
-from grader.output.gradescope_export import Submitter
 from grader.core.model import ReportModel
+from grader.output.gradescope_export import Submitter
 from grader.output.report import GradeReport
 
 DEFAULT_COMPILE_LIMIT = 60.0
@@ -148,7 +148,7 @@ class Result(ReportModel):
     phases: dict[str, float] = Field(default_factory=dict)
 
 
-Event = Annotated[Union[Ready, StageEvent, Graded, Child, Result], Field(discriminator="event")]
+Event = Annotated[Ready | StageEvent | Graded | Child | Result, Field(discriminator="event")]
 """A message from a worker to the pool (ReportModel: its JSON escapes strings as the report does)."""
 _EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 

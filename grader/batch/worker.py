@@ -124,9 +124,8 @@ def _graded(job: Job, clock: PhaseClock, channel: Channel):
     """grade_file on the job's copy (in the current folder), then its counters when the settings ask for them
     (the verdict is sent first: if the counters' stage is stopped, the parent keeps it, grader.batch.pool). Returns
     the GradeReport; raises what grade_file raises (InputError for bytes that changed, SandboxError)."""
-    from grader.compile import sandbox
-
     import grader.pipeline.grade as g
+    from grader.compile import sandbox
     from grader.core.errors import Stage
 
     settings, name = job.settings, job.name
@@ -148,8 +147,8 @@ def _graded(job: Job, clock: PhaseClock, channel: Channel):
 def _error_row(err: Exception, name: str):
     """The error report of a grading of `name` that raised `err`: the submission's own error at its stage, a
     kernel fault on the GPU (stage run), or the grader's (stage grader)."""
-    from grader.gpu.device import KERNEL_FAULTS, cuda_error_name
     from grader.core.errors import GraderFault, InputError, SandboxError, Stage, SubmissionError
+    from grader.gpu.device import KERNEL_FAULTS, cuda_error_name
     from grader.output.report import error_report
 
     if isinstance(err, SandboxError):
@@ -199,9 +198,9 @@ def probe() -> dict:
     """{"count", "names", "reason"} of the GPUs CUDA sees in this process (CUDA_VISIBLE_DEVICES applies), and,
     when nothing can be graded here, "problem" (one line) with the "exit" code the batch stops with: 4 for an
     incomplete install (a CUDA extra missing), 2 for a GPU the installed NVRTC cannot compile for."""
-    from grader.gpu.device import visible_arches, visible_gpus
-    from grader.core.errors import EXIT_GRADER, InputError, NoGpuError
     from grader.compile.toolkit import check_arch, install_problem
+    from grader.core.errors import EXIT_GRADER, InputError, NoGpuError
+    from grader.gpu.device import visible_arches, visible_gpus
 
     problem = install_problem()
     if problem:
@@ -242,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         pass
     channel = Channel(args.fd)
     import grader.pipeline.grade  # noqa: F401 - the start-up cost a standby worker pays in advance
-    from grader.core.errors import EXIT_GRADER
     from grader.compile.toolkit import install_problem
+    from grader.core.errors import EXIT_GRADER
 
     problem = install_problem()
     if problem:  # never ready: the batch stops (grader.batch.pool.WorkerStartError) instead of blaming a submission

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 SHARE_ONE = 1 << 16
 """Shares are out of 65536: the 16 low bits of each element's random word pick its kind."""
 

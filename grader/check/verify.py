@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.check.mistakes import Mistake
 from grader.core import exercise
 from grader.core.errors import Stage, SubmissionError
 from grader.core.exercise import Exercise, Problem
 from grader.core.launch import DevicePtr, LaunchSpec, bind
 from grader.core.model import ReportModel
-from grader.check.mistakes import Mistake
 from grader.gpu.device import Gpu, GuardedArray
 from grader.source.contract import Contract
 
@@ -159,7 +159,7 @@ class GuardedRun:
         self.inputs: dict[str, tuple[GuardedArray | FencedInput, np.ndarray]] = {}
         self.owned: list[GuardedArray] = []
 
-    def __enter__(self) -> "GuardedRun":
+    def __enter__(self) -> GuardedRun:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -118,8 +118,8 @@ def _toolchain() -> dict[str, str | int]:
     (how the parameter list is read)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from grader.core.version import __version__
     from grader.compile.toolkit import nvrtc_version
+    from grader.core.version import __version__
 
     parts: dict[str, str | int] = {"schema": SCHEMA, "nvrtc": nvrtc_version(), "grader": __version__}
     for module in ("nvrtc.py", "cubin.py"):  # the options, and how the parameter list is read

@@ -13,8 +13,8 @@ with the list and that hint (InputError, exit 2).
 
 from __future__ import annotations
 
-import importlib.util
 import argparse
+import importlib.util
 import re
 
 from grader.core.errors import InputError, InstallError

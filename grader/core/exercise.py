@@ -249,7 +249,7 @@ class Exercise:
         """The known mistake a wrong output [rows, cols] float32 matches (a grader.check.mistakes.Mistake), or None."""
         return None
 
-    def device(self, gpu, problem: Problem) -> "DeviceSide":
+    def device(self, gpu, problem: Problem) -> DeviceSide:
         """The on-GPU side of the timed launches at `problem` (see DeviceSide)."""
         raise NotImplementedError
 

@@ -8,8 +8,6 @@ import argparse
 import re
 import textwrap
 
-from grader.core.errors import InputError
-
 SEED_LIMIT = 2**63
 
 

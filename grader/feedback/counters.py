@@ -60,9 +60,9 @@ from glob import glob
 from pathlib import Path
 
 from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
 from grader.core.model import ReportModel
 from grader.core.procs import kill_group
+from grader.exercises import bias_gelu as exercise
 
 BYTE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 """DRAM bytes read and written, L2 bytes: what `grade selfcheck --counters` reads of every reference kernel."""

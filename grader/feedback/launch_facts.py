@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 
 from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
 from grader.core.launch import LaunchSpec
+from grader.exercises import bias_gelu as exercise
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel
 
-from grader.core import exercise
-from grader.gpu.clocks import ClockLimits, ClockSample, reason_names
 from grader.compile.nvrtc import Compiled
+from grader.core import exercise
 from grader.core.errors import GraderError, GraderFault, NoGpuError, Stage, SubmissionError
 from grader.core.launch import DevicePtr, address
+from grader.gpu.clocks import ClockLimits, ClockSample, reason_names
 
 KERNEL_FAULTS = frozenset({
     "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
@@ -86,7 +86,7 @@ def visible_gpus() -> list[str]:
     return names
 
 
-def open_gpu(device_id: int = 0) -> "Gpu":
+def open_gpu(device_id: int = 0) -> Gpu:
     """Make device `device_id` current and return a Gpu with its own stream.
 
     Raises NoGpuError (exit 3) with a one-line reason when there is no driver, no device, or CUDA fails
@@ -122,7 +122,7 @@ def visible_arches() -> list[str]:
     return out
 
 
-def grader_call_failed(what: str, err: "BaseException | str") -> GraderError:
+def grader_call_failed(what: str, err: BaseException | str) -> GraderError:
     """The error for a failed CUDA call of the grader's own (`what`, e.g. "cuMemGetInfo"): the submission's
     SubmissionError(Stage.RUN) when the error is a fault its kernel left behind (KERNEL_FAULTS), else a
     GraderFault (exit 4) saying it is not the submission's doing."""
@@ -227,14 +227,14 @@ class Gpu:
         except Exception as err:  # noqa: BLE001 - cuda.core's CUDAError
             raise grader_call_failed(f"allocating {nbytes} bytes", err) from None
 
-    def upload(self, dst: "int | object", host: np.ndarray) -> None:
+    def upload(self, dst: int | object, host: np.ndarray) -> None:
         """Copy a contiguous host array to device address `dst` (an int or anything with `.ptr`), synchronously."""
         host = np.ascontiguousarray(host)
         self._call(self._driver.cuMemcpyHtoDAsync(address(dst), host.ctypes.data, host.nbytes, self.stream.handle),
                    "cuMemcpyHtoDAsync")
         self.sync()
 
-    def download(self, src: "int | object", count: int, dtype) -> np.ndarray:
+    def download(self, src: int | object, count: int, dtype) -> np.ndarray:
         """Copy `count` elements of `dtype` from device address `src` to a new host array, synchronously."""
         host = np.empty(count, dtype=dtype)
         self._call(self._driver.cuMemcpyDtoHAsync(host.ctypes.data, address(src), host.nbytes, self.stream.handle),
@@ -242,11 +242,11 @@ class Gpu:
         self.sync()
         return host
 
-    def fill_words(self, dst: "int | object", word: int, count: int) -> None:
+    def fill_words(self, dst: int | object, word: int, count: int) -> None:
         """Set `count` 32-bit words at `dst` to `word` (asynchronous, on the grader's stream)."""
         self._call(self._driver.cuMemsetD32Async(address(dst), word, count, self.stream.handle), "cuMemsetD32Async")
 
-    def copy(self, dst: "int | object", src: "int | object", nbytes: int) -> None:
+    def copy(self, dst: int | object, src: int | object, nbytes: int) -> None:
         """Device-to-device copy of `nbytes` on the grader's stream (cuMemcpyDtoDAsync), asynchronous."""
         self._call(self._driver.cuMemcpyDtoDAsync(address(dst), address(src), nbytes, self.stream.handle),
                    "cuMemcpyDtoDAsync")
@@ -256,7 +256,7 @@ class Gpu:
         free, _ = self._call(self._driver.cuMemGetInfo(), "cuMemGetInfo")
         return int(free)
 
-    def fence(self, nbytes: int) -> "Fence | None":
+    def fence(self, nbytes: int) -> Fence | None:
         """A Fence of at least `nbytes` (made once and kept; a larger one replaces it), or None where the driver
         has no virtual memory management (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED is 0: then no read
         outside a buffer can be made to fault). Raises GraderFault when the driver refuses the mapping."""
@@ -277,7 +277,7 @@ class Gpu:
         """The device's UUID as CUDA reports it (the same whatever CUDA_VISIBLE_DEVICES maps it to)."""
         return str(self.device.uuid)
 
-    def load_now(self) -> "GpuLoad | None":
+    def load_now(self) -> GpuLoad | None:
         """Other processes with a CUDA context on this GPU and its utilization over NVML's last sample
         period; None when NVML cannot answer (no NVML library, no permission, a MIG slice, a container that
         hides it). Never raises."""

@@ -15,13 +15,8 @@ from typing import Literal
 from pydantic import field_validator
 from tabulate import tabulate
 
-from grader.core import exercise
-from grader.source.claims import NOTE_KINDS, Flag
-from grader.source.contract import Contract
-from grader.gpu.clocks import Clocks
-from grader.feedback.counters import Counters
-from grader.gpu.device import GpuInfo
 from grader.check.verify import Verification
+from grader.core import exercise
 from grader.core.errors import Stage
 from grader.core.model import ReportModel
 from grader.core.text import printable, printable_lines

@@ -27,8 +27,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from grader.output.gradescope_export import Submitter
 from grader.core.model import ReportModel
+from grader.output.gradescope_export import Submitter
 from grader.output.report import GradeReport, render_text
 
 REPORTS_DIR = "reports"

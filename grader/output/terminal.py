@@ -43,7 +43,7 @@ class StageLine:
             self.stream.flush()
             self.shown = False
 
-    def __enter__(self) -> "StageLine":
+    def __enter__(self) -> StageLine:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -15,29 +15,29 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grader import exercises
-from grader.core import exercise
-from grader.core.exercise import Exercise
-from grader.core.version import __version__
+from grader.check.verify import Verification, verify
 from grader.compile import sandbox
-from grader.gpu.capture import Captured, capture_stdout
-from grader.source.claims import byte_count_flags
 from grader.compile.nvrtc import DEFAULT_ARCH, Compiled, compile_kernels
-from grader.source.contract import Contract
-from grader.gpu.device import Gpu, GpuInfo, open_gpu
+from grader.compile.toolkit import check_arch, require_cuda
+from grader.core import exercise
 from grader.core.errors import Busy, GraderError, GraderFault, NoGpuError, Stage, SubmissionError, WrongOutput
+from grader.core.exercise import Exercise
+from grader.core.launch import LaunchSpec
+from grader.core.version import __version__
+from grader.feedback.hint import Hint, HintKind
 from grader.feedback.hints import code_hints
 from grader.feedback.launch_facts import division_facts, launch_hints
-from grader.core.launch import LaunchSpec
-from grader.timing.measure import Measurement, measure
-from grader.output.report import ByteModel, CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
 from grader.feedback.sass import Reading
-from grader.source.signature import check_params, source_signature
-from grader.source.read import Submission, read_submission
-from grader.timing.timer import FLOOR_SCALAR, Table
-from grader.compile.toolkit import check_arch, require_cuda
-from grader.check.verify import Verification, verify
-from grader.feedback.hint import Hint, HintKind
 from grader.feedback.worth import Times, rank
+from grader.gpu.capture import Captured, capture_stdout
+from grader.gpu.device import Gpu, GpuInfo, open_gpu
+from grader.output.report import ByteModel, CompileSummary, GradeReport, ProgramSummary, Verdict, error_report
+from grader.source.claims import byte_count_flags
+from grader.source.contract import Contract
+from grader.source.read import Submission, read_submission
+from grader.source.signature import check_params, source_signature
+from grader.timing.measure import Measurement, measure
+from grader.timing.timer import FLOOR_SCALAR, Table
 
 
 def verdict_for(fraction: float) -> Verdict:
@@ -332,7 +332,7 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
         return
     ex = exercises.get(report.exercise or exercises.DEFAULT)
     blocked = verdict_allows(report) or ("" if ex.profiled() else
-                                         f"not measured: the counters' profiled launches exist for "
+                                         f"the counters' profiled launches exist for "
                                          f"{exercises.DEFAULT} only, not yet for the {ex.name} exercise")
     if blocked:
         report.counters = Counters(unavailable=blocked)

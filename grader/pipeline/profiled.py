@@ -24,15 +24,15 @@ import argparse
 import json
 import sys
 
-from grader.exercises import bias_gelu as exercise
 from grader.compile.nvrtc import compile_kernels
+from grader.core.launch import bind
+from grader.exercises import bias_gelu as exercise
+from grader.exercises.bias_gelu.exercise import EXERCISE
+from grader.exercises.bias_gelu.page_kernels import PAGE, WIDE, chain_kernels, load_chain
 from grader.feedback.counters import MODEL, PAGE_ANSWER
 from grader.gpu.device import open_gpu
-from grader.core.launch import bind
-from grader.exercises.bias_gelu.page_kernels import PAGE, WIDE, chain_kernels, load_chain
-from grader.source.signature import check_params, source_signature
-from grader.exercises.bias_gelu.exercise import EXERCISE
 from grader.source.read import read_submission
+from grader.source.signature import check_params, source_signature
 from grader.timing.timer import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor, InputFiller, bench_shape
 
 LAUNCHES = (exercise.KERNEL_NAME, MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)

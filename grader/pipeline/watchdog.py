@@ -21,8 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from grader.timing import contention
 from grader.core.errors import EXIT_INTERRUPTED, Stage
+from grader.timing import contention
 from grader.timing.timer import TIME_CAP_S
 
 DEFAULT_RUN_LIMIT_S = 60.0
@@ -54,7 +54,7 @@ class Watchdog:
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="grade-watchdog", daemon=True)
 
-    def start(self) -> "Watchdog":
+    def start(self) -> Watchdog:
         """Install the wakeup pipe (main thread only) and start watching."""
         self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         self._thread.start()

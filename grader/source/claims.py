@@ -21,9 +21,9 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from grader.core import exercise as course
+from grader.core.model import ReportModel
 from grader.exercises import bias_gelu as exercise
 from grader.source.lexer import COMMENT, OPEN_COMMENT, Spliced, normalize, tokens
-from grader.core.model import ReportModel
 
 NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 """A number in the row: ASCII digits only (Python's float() would also take `1_000` and full-width

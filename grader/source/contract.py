@@ -30,12 +30,12 @@ from __future__ import annotations
 import re
 
 from grader.core import exercise
-from grader.core.exercise import Exercise, Problem
-from grader.source.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
 from grader.core.errors import InputError
+from grader.core.exercise import Exercise, Problem
 from grader.core.launch import GridKind, LaunchSpec, Param, integer_param
-from grader.source.lexer import COMMENT, LITERALS, OPEN_COMMENT, Spliced, normalize, tokens
 from grader.core.model import ReportModel
+from grader.source.claims import StudentClaim, StudentRow, find_claim, find_row, parse_claim, parse_row
+from grader.source.lexer import COMMENT, LITERALS, OPEN_COMMENT, Spliced, normalize, tokens
 
 KEYS = ("params", "grid", "block", "elems_per_thread", "row", "claim")
 

@@ -57,9 +57,27 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from grader.source.lexer import (BAD_RAW, BLANK, CHAR, COMMENT, IDENT, LITERALS, NEWLINE, NUMBER, OPEN_COMMENT,
-                                 OPEN_RAW, OTHER, PUNCT, RAW, STRING, Spliced, Token, literal_quote, normalize,
-                                 token_at)
+from grader.source.lexer import (
+    BAD_RAW,
+    BLANK,
+    CHAR,
+    COMMENT,
+    IDENT,
+    LITERALS,
+    NEWLINE,
+    NUMBER,
+    OPEN_COMMENT,
+    OPEN_RAW,
+    OTHER,
+    PUNCT,
+    RAW,
+    STRING,
+    Spliced,
+    Token,
+    literal_quote,
+    normalize,
+    token_at,
+)
 from grader.source.pragmas import ASSERTION_REFUSAL, name_refusal, pragma_operator_refusal, pragma_refusal
 
 ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h",

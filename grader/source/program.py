@@ -48,10 +48,10 @@ import heapq
 import re
 from dataclasses import dataclass
 
+from grader.compile.predefined import nvrtc_defines
+from grader.core.errors import Stage, SubmissionError
 from grader.exercises import bias_gelu as exercise
 from grader.source.includes import PROGRAM_INCLUDES, Scan, scan
-from grader.core.errors import Stage, SubmissionError
-from grader.compile.predefined import nvrtc_defines
 from grader.source.prelude import header_macro_names
 from grader.source.program_declarators import Describer, macro_spaces
 from grader.source.program_split import Decl, Unsplittable, split

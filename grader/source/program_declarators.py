@@ -15,8 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.source.program_split import (ATTRIBUTE_WORDS, OPEN, Decl, attribute_end, matching_brace, matching_paren,
-                                         skip_angles)
+from grader.source.program_split import (
+    ATTRIBUTE_WORDS,
+    OPEN,
+    Decl,
+    attribute_end,
+    matching_brace,
+    matching_paren,
+    skip_angles,
+)
 from grader.source.program_tokens import Tokens
 
 __all__ = ["KEYWORDS", "Declarators", "Describer", "macro_spaces", "read_declarators"]

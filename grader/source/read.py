@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.source.contract import Contract, parse_contract
-from grader.source.includes import normalize
 from grader.core.errors import InputError
 from grader.core.exercise import Exercise
+from grader.source.contract import Contract, parse_contract
+from grader.source.includes import normalize
 from grader.source.prelude import prelude
 from grader.source.program import Extracted, extract
 

@@ -29,8 +29,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from grader.gpu.device import Gpu, GpuLoad
 from grader.core.errors import Busy
+from grader.gpu.device import Gpu, GpuLoad
 
 LOCK_DIR = os.environ.get("GRADER_LOCK_DIR") or tempfile.gettempdir()
 """Where the per-GPU lock files live (GRADER_LOCK_DIR overrides; every grader on the machine must agree)."""

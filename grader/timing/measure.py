@@ -18,15 +18,14 @@ from collections.abc import Callable
 import numpy as np
 
 from grader.core import exercise
-from grader.gpu.clocks import STEADY, ClockSample, Clocks, judge
-from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
-from grader.gpu.device import Gpu, GpuLoad
 from grader.core.errors import Busy, GraderError, GraderFault, Stage, SubmissionError, WrongOutput
+from grader.core.exercise import Exercise, Problem
 from grader.core.launch import LaunchSpec, bind
 from grader.core.model import ReportModel
-from grader.timing.timer import (FLOOR_SCALAR, TARGET_RSE, CopyFloor, Table, TableTimer, Timed, TimedRow,
-                                 over_bound)
-from grader.core.exercise import Exercise, Problem
+from grader.gpu.clocks import STEADY, Clocks, ClockSample, judge
+from grader.gpu.device import Gpu, GpuLoad
+from grader.timing.contention import describe, disturbed, gpu_turn, wait_for_quiet
+from grader.timing.timer import FLOOR_SCALAR, TARGET_RSE, CopyFloor, Table, TableTimer, Timed, TimedRow, over_bound
 
 BAND_SIGMAS = 2.0
 """The fraction's uncertainty band is fraction x (1 +/- BAND_SIGMAS x sqrt(rse_sub^2 + rse_floor^2))."""
@@ -63,7 +62,7 @@ class Measurement(ReportModel):
         return self.table.row(self.table.floor_version)
 
     @classmethod
-    def of(cls, table: Table, rows: int, cols: int, rounds: int) -> "Measurement":
+    def of(cls, table: Table, rows: int, cols: int, rounds: int) -> Measurement:
         """The measurement a table gives (its rows hold the submission's and the copies' medians)."""
         sub, floor = table.rows[0], table.row(table.floor_version)
         fraction = floor.ms / sub.ms

@@ -16,11 +16,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from grader.core import exercise
-from grader.gpu import kernels as grader_kernels
-from grader.gpu.device import Gpu, GpuInfo
 from grader.core.errors import GraderFault
 from grader.core.launch import LaunchSpec, Param, bind
 from grader.core.model import ReportModel
+from grader.gpu import kernels as grader_kernels
+from grader.gpu.device import Gpu, GpuInfo
 
 FLOOR_SOURCE = "floor.cu"
 FLOOR_SCALAR = "copy, 1 float/thread"

@@ -1,4 +1,4 @@
-// Expected verdict: FAIL on an H200 (correct output, well below 75% of the fastest copy's bandwidth; about 0.6 or less, not yet measured as a submission).
+// Expected verdict: FAIL on an H200 (correct output, at about 68% of the fastest copy's bandwidth: 0.682 and 0.677 in two gradings).
 // The page's own kernel as printed: a flat grid, one pair per thread, the page's default launch (no grade block).
 // Its pos and j come from size_t division and remainder: on the H200 each is a call of CUDA's 64-bit division
 // routine, and with 4-byte loads and one pair per thread it stays far below the copy floor (the reference suite's

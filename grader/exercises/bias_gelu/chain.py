@@ -27,17 +27,24 @@ from collections.abc import Callable
 import numpy as np
 
 from grader.core import exercise
-from grader.core.exercise import Exercise
-from grader.exercises.bias_gelu import KERNEL_NAME
-from grader.timing.contention import disturbed, gpu_turn
-from grader.gpu.device import Gpu
-from grader.exercises.bias_gelu.device import DeviceCheck, draw_on_gpu
 from grader.core.errors import Busy, GraderFault, WrongOutput
+from grader.core.exercise import Exercise
 from grader.core.launch import LaunchSpec, bind
-from grader.exercises.bias_gelu.page_kernels import (FUSED, MODEL_ANSWER, STAGED, WIDE, chain_kernels, chain_versions, load_chain,
-                                        make_launch)
-from grader.timing.timer import (CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape,
-                                 over_bound)
+from grader.exercises.bias_gelu import KERNEL_NAME
+from grader.exercises.bias_gelu.device import DeviceCheck, draw_on_gpu
+from grader.exercises.bias_gelu.page_kernels import (
+    FUSED,
+    MODEL_ANSWER,
+    STAGED,
+    WIDE,
+    chain_kernels,
+    chain_versions,
+    load_chain,
+    make_launch,
+)
+from grader.gpu.device import Gpu
+from grader.timing.contention import disturbed, gpu_turn
+from grader.timing.timer import CopyFloor, InputFiller, Table, TableTimer, Timed, TimerSettings, bench_shape, over_bound
 
 BUFFERS = 7
 """Benchmark-sized float32 buffers: x, r, t1, t2, out, and the student's two outputs (its row's out, its chain's

@@ -45,11 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.core import exercise as course
+from grader.check.mistakes import MATCH_SHARE, MAX_COMPARED, MIN_TELLING, Mistake  # noqa: F401 - the tests read them here
 from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu.reference import gelu_erf, gelu_tanh
-from grader.check.mistakes import MATCH_SHARE, MAX_COMPARED, MIN_TELLING, Mistake  # noqa: F401 - the tests read them here
-
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,16 @@ cannot move the check's answer either.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from grader.check.draws import draw
 from grader.check.verify import Mismatch, Verification
-from grader.gpu import kernels as grader_kernels
 from grader.core.errors import Stage, SubmissionError
 from grader.core.exercise import DeviceSide, Problem
 from grader.core.launch import LaunchSpec, Param, address, bind
 from grader.exercises.rope.problem import IN_MIX, tables
 from grader.exercises.rope.reference import ROPE_ATOL, UNIT_ROUNDOFF
+from grader.gpu import kernels as grader_kernels
 from grader.timing.timer import InputFiller
 
 CHECK_SOURCE = "check.cu"

@@ -37,8 +37,14 @@ import numpy as np
 from grader.check.mistakes import MATCH_SHARE, MAX_COMPARED, MIN_TELLING, Mistake
 from grader.core.exercise import Problem
 from grader.exercises.rope.problem import pair_of
-from grader.exercises.rope.reference import (DEFAULT_BASE, LONG_CONTEXT_BASE, ROPE_ATOL, UNIT_ROUNDOFF,
-                                             rope_rows, rotate_pairs)
+from grader.exercises.rope.reference import (
+    DEFAULT_BASE,
+    LONG_CONTEXT_BASE,
+    ROPE_ATOL,
+    UNIT_ROUNDOFF,
+    rope_rows,
+    rotate_pairs,
+)
 
 RTOL = 8.0 * UNIT_ROUNDOFF
 """The exercise's pair-relative tolerance (grader.exercises.rope.ROPE_RTOL)."""
