@@ -31,7 +31,8 @@ def grade(tree: Path, path: str) -> dict:
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
-        return {"verdict": "no-report", "fraction": None, "stage": None, "reason": p.stderr[-300:], "exit": p.returncode}
+        return {"verdict": "no-report", "fraction": None, "stage": None, "reason": p.stderr[-300:],
+                "exit": p.returncode}
     return {"verdict": doc["verdict"], "fraction": doc.get("fraction"), "stage": doc.get("stage"),
             "reason": doc.get("reason", "")[:200], "exit": p.returncode}
 
@@ -65,7 +66,8 @@ def main() -> int:
             row["before"]["stages"] == row["after"]["stages"]
         summary[f] = row
         diff = f"{100 * row['relative_difference']:+.2f}%" if row["relative_difference"] is not None else "-"
-        print(f"{Path(f).name:28s} before {','.join(row['before']['verdicts']):14s} {b if b is None else round(b, 4)!s:8s}"
+        print(f"{Path(f).name:28s} before {','.join(row['before']['verdicts']):14s} "
+              f"{b if b is None else round(b, 4)!s:8s}"
               f" after {','.join(row['after']['verdicts']):14s} {a if a is None else round(a, 4)!s:8s} {diff:>8s}"
               f" {'same' if row['same_verdicts'] else 'DIFFERENT'}")
     args.out.write_text(json.dumps({"summary": summary, "runs": runs}, indent=2))

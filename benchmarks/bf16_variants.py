@@ -39,7 +39,8 @@ extern "C" __global__ void sigmoidSoft8(const unsigned short* __restrict__ in, u
 __device__ __forceinline__ unsigned int gelu2cvt(unsigned int w) {
     return packBf16x2(geluTanhSigmoid(bf16ToFloat(w & 0xffffu)), geluTanhSigmoid(bf16ToFloat(w >> 16)));
 }
-extern "C" __global__ void sigmoidCvt16(const unsigned short* __restrict__ in, unsigned short* __restrict__ out, size_t n) {
+extern "C" __global__ void sigmoidCvt16(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
+                                        size_t n) {
     const size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * 16;
     if (i + 16 <= n) {
         const uint4 a = __ldcs(reinterpret_cast<const uint4*>(in + i));

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 FILES = ["submissions/gold_float4.cu", "submissions/page_scalar.cu", "tests/data/silver/stride_float4.cu"]
 TOLERANCE = 0.02
-SPIN = 'extern "C" __global__ void spin(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }'
+SPIN = ('extern "C" __global__ void spin(long long cycles) { long long t = clock64(); '
+        'while (clock64() - t < cycles) {} }')
 
 
 def run_load(mode: str) -> None:

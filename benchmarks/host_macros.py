@@ -72,7 +72,7 @@ def expansions(command: list[str], headers: list[str], names: list[str], work: P
     values = [" ".join(m.group(1).split()) for m in re.finditer(rf"{_MARK}\s(.*?)\s?{_END}", code, re.S)]
     if len(values) != len(names):
         raise SystemExit(f"expanded {len(values)} of {len(names)} macros")
-    return dict(zip(names, values))
+    return dict(zip(names, values, strict=True))
 
 
 BUILTINS = ("__COUNTER__", "__TIMESTAMP__", "__FILE_NAME__", "__INCLUDE_LEVEL__", "__BASE_FILE__")

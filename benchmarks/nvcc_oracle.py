@@ -392,7 +392,7 @@ def _instructions(cubin: Cubin, kernel: str, block: list[str]) -> list[str]:
     for k, row in enumerate(rows):
         width = _width(row[1])
 
-        def direct(m: re.Match) -> str:
+        def direct(m: re.Match, width: int = width) -> str:
             offset = 0 if m.group(2) == "RZ" else int(m.group(2), 16)
             name = _bank_name(cubin, kernel, int(m.group(1), 16), offset, width)
             return m.group(0) if name is None else f"c[{m.group(1)}][{name}]"

@@ -24,7 +24,8 @@ from grader.core.version import __version__
 __all__ = ["grade_file", "render_text", "GradeReport", "GraderError", "InputError", "InstallError", "GraderFault",
            "__version__"]
 
-_API = {"grade_file": "grader.pipeline.grade", "render_text": "grader.output.report", "GradeReport": "grader.output.report",
+_API = {"grade_file": "grader.pipeline.grade", "render_text": "grader.output.report",
+        "GradeReport": "grader.output.report",
         "GraderError": "grader.core.errors", "InputError": "grader.core.errors", "InstallError": "grader.core.errors",
         "GraderFault": "grader.core.errors"}
 

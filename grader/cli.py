@@ -8,7 +8,8 @@
   grade batch PATH... [...]                  grade a class (grader.batch.command)
   grade merge OUT RESULTS...                 join the results of batch shards into one gradebook
   grade slurm-script [...]                   print the Slurm job script of a class (grader.batch.slurm)
-  grade cache [--clear]                      the folder of the grader's own compiled kernels (grader.compile.kernel_cache)
+  grade cache [--clear]                      the folder of the grader's own compiled kernels
+                                             (grader.compile.kernel_cache)
 
 `file` is the default command: main() puts it in front of the arguments when the first is neither a command
 nor -h, --help or --version. Each command's parser is its own module's (single_parser here, batch_parser,

@@ -104,7 +104,8 @@ def mismatch_text(mismatches: list[StagedFusedMismatch]) -> str:
 def gap_text(gap64: tuple[float, float], gap32: tuple[float, float] | None) -> str:
     """The GELU gap from the float64 sweep and, when a GPU ran it, from the float32 device functions."""
     lines = ["GELU gap, max |GELU_erf(x) - GELU_tanh(x)| over x in [0, 8], 800001 points",
-             f"  float64 (numpy, grader.exercises.bias_gelu.reference.gelu_gap): {gap64[0]:.7e} at |x| = {gap64[1]:.7f}"]
+             f"  float64 (numpy, grader.exercises.bias_gelu.reference.gelu_gap): {gap64[0]:.7e} "
+             f"at |x| = {gap64[1]:.7f}"]
     if gap32 is None:
         lines.append("  float32 (device geluErf/geluTanh): not run (no GPU)")
     else:

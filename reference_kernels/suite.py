@@ -1,8 +1,10 @@
 """The reference kernels as data: each kernel's source, parameters, launch shape and byte model.
 
-The chain kernels (chain.cu) are the grader's own, in grader.exercises.bias_gelu.page_kernels (the grader times and profiles them);
+The chain kernels (chain.cu) are the grader's own, in grader.exercises.bias_gelu.page_kernels (the grader times and
+profiles them);
 this module adds the RoPE kernels (rope.cu), the bf16 GELUs (gelu_bf16.cu) and chain.cu's geluForms, and
-compiles and loads the whole suite for the self-check. It builds on grader.exercises.bias_gelu.page_kernels' KernelDef and
+compiles and loads the whole suite for the self-check. It builds on grader.exercises.bias_gelu.page_kernels' KernelDef
+and
 Version, whose byte counts come from each kernel's grader.core.launch.LaunchSpec (`values_per_elem`,
 `value_bytes`), the same object its launches are built from (grid, arguments), so the model the run is judged
 against cannot drift from the program (the course page's first property).

@@ -72,7 +72,8 @@ def graded(file: str, fraction: float, rng: random.Random, *, claim: float | Non
                         if claim is not None else None,
                         row=StudentRow(raw="biasGeluFused | 1 | 2 | 0.4881 | 4124.5", kernels=1, floats_per_elem=2,
                                        ms=0.4881, gbs=4124.5))
-    report = GradeReport(kernel="biasGeluFused", file=file, sha256="0" * 64, verdict=verdict, stage="grade", seed=rng.randrange(2**31),
+    report = GradeReport(kernel="biasGeluFused", file=file, sha256="0" * 64, verdict=verdict, stage="grade",
+                         seed=rng.randrange(2**31),
                          reason=f"{fraction:.3f} of the copy floor ({floor:.0f} GB/s, copy, 16 B/thread); "
                                 f"{fraction / 0.638:.3f} x the one-float-per-thread copy",
                          versions=VERSIONS, gpu=H200, contract=contract,
@@ -118,10 +119,12 @@ def realistic_rows(n: int = 44) -> list[gb.BatchResult]:
     special = {
         HOSTILE[0]: lambda f: graded(f, 0.951, rng, claim=0.95, counters=True),
         HOSTILE[1]: lambda f: graded(f, 0.62, rng, claim=1.12, flags=[impossible(1.12, 0.62)]),
-        HOSTILE[2]: lambda f: GradeReport(kernel="biasGeluFused", file=f, verdict="error", stage="input", reason=f"{f}: an archive; unpack it"),
+        HOSTILE[2]: lambda f: GradeReport(kernel="biasGeluFused", file=f, verdict="error", stage="input",
+                                          reason=f"{f}: an archive; unpack it"),
         HOSTILE[3]: lambda f: graded(f, 0.899, rng, claim=0.9, borderline=True),
         HOSTILE[4]: lambda f: graded(f, 0.963, rng, claim=0.96, counters=True),
-        HOSTILE[5]: lambda f: GradeReport(kernel="biasGeluFused", file=f, verdict="error", stage="compile", reason="compile error",
+        HOSTILE[5]: lambda f: GradeReport(kernel="biasGeluFused", file=f, verdict="error", stage="compile",
+                                          reason="compile error",
                                           details=f"{f}:6: error: expected a \";\"", versions=VERSIONS, gpu=H200),
     }
     for id, make in special.items():
@@ -131,14 +134,18 @@ def realistic_rows(n: int = 44) -> list[gb.BatchResult]:
     add("gs_submission_1002", graded("s.cu", 0.781, rng, claim=0.78, flags=[inflated()], counters=True),
         [Submitter(name="Grace Hopper", email="grace@example.edu", sid="0012346"),
          Submitter(name="Alan Turing", email="alan@example.edu", sid="0012347")])
-    add("busy_student", GradeReport(kernel="biasGeluFused", file="b.cu", verdict="busy", stage="time", reason="not graded: the GPU was busy "
+    add("busy_student", GradeReport(kernel="biasGeluFused", file="b.cu", verdict="busy", stage="time",
+                                    reason="not graded: the GPU was busy "
                                     "(other processes: pid 4242 (python3, 2.0 GiB)); run again", gpu=H200,
                                     clocks=clocks()))
-    add("grader_fault", GradeReport(kernel="biasGeluFused", file="g.cu", verdict="error", stage="grader", reason="the grader failed on this "
+    add("grader_fault", GradeReport(kernel="biasGeluFused", file="g.cu", verdict="error", stage="grader",
+                                    reason="the grader failed on this "
                                     "submission (CUDA_ERROR_OUT_OF_MEMORY); please report it", gpu=H200))
-    add("hang_forever", GradeReport(kernel="biasGeluFused", file="h.cu", verdict="error", stage="run", reason="run time limit exceeded: the "
+    add("hang_forever", GradeReport(kernel="biasGeluFused", file="h.cu", verdict="error", stage="run",
+                                    reason="run time limit exceeded: the "
                                     "kernel did not finish within 120 s while verifying", gpu=H200))
-    add("tanh_gelu", GradeReport(kernel="biasGeluFused", file="t.cu", verdict="fail", stage="verify", reason="wrong output at (0, 0)",
+    add("tanh_gelu", GradeReport(kernel="biasGeluFused", file="t.cu", verdict="fail", stage="verify",
+                                 reason="wrong output at (0, 0)",
                                  gpu=H200, versions=VERSIONS, verification=verified(False),
                                  compile=CompileSummary(arch="sm_90", registers=18)))
     add("slow_sm_clock", graded("c.cu", 0.874, rng, claim=0.9))

@@ -146,7 +146,7 @@ class FakeGpu:
 
     def launch(self, kernel: FakeKernel, grid, block, *args) -> None:
         assert len(args) == len(kernel.params), f"{kernel.expr}: {len(args)} arguments for {len(kernel.params)}"
-        for a, p in zip(args, kernel.params):
+        for a, p in zip(args, kernel.params, strict=True):
             assert isinstance(a, np.generic) and a.dtype.itemsize == p.size, f"{kernel.expr}: {a!r} for {p}"
             assert (p.ptx_type in ("u64", "s64", "b64", "f64")) == (a.dtype.itemsize == 8), f"{kernel.expr}: {a!r}"
         grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))

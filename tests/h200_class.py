@@ -5,8 +5,8 @@ what the grader itself says without a GPU, each row made by the grader's own fun
 - correct kernels (gold, silver, correct but slow): the H200's gradings of the hint kernels and the model answer
   (tests/data/ncu/h200_gradings.json: the timed table, floor and fraction), each student's kernel time scaled by a
   few percent (a fixed seed); the hints grader.feedback.hints finds now in each kernel's machine code (NVRTC here),
-  ranked by grader.pipeline.grade.rank_hints with the counters ncu recorded there (tests/data/ncu/h200_*.csv) for the slow
-  kernels a `--counters-when-slow` batch profiles, and without for the rest; the verifications computed by
+  ranked by grader.pipeline.grade.rank_hints with the counters ncu recorded there (tests/data/ncu/h200_*.csv) for the
+  slow kernels a `--counters-when-slow` batch profiles, and without for the rest; the verifications computed by
   grader.check.verify.compare on the exact function in numpy;
 - wrong output: the tanh GELU (submissions/tanh_gelu.cu) and the bias-index bug (submissions/bias_index_bug.cu),
   their hints from their machine code, their first failed check computed by compare on the same wrong function in
@@ -166,7 +166,8 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
                                  "redrawn before each; checked on the GPU in float64)")
     contract = contract_for(fraction, floor.gbs, rng, claim)
     report = GradeReport(
-        kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict=verdict_for(fraction), stage="grade",
+        kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}",
+        verdict=verdict_for(fraction), stage="grade",
         seed=rng.randrange(2**63), versions=VERSIONS, gpu=H200, contract=contract,
         compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 22, 26, 32])),
         verification=[*checks(), timed], bench_rows=g["bench_rows"], bench_cols=g["bench_cols"], table=table,
@@ -188,7 +189,8 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
 def wrong(name: str, rng: random.Random) -> GradeReport:
     """A kernel whose output is wrong: stopped at its first check (fail, stage verify)."""
     bad = wrong_check(name)
-    report = GradeReport(kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}", verdict="fail", stage="verify",
+    report = GradeReport(kernel="biasGeluFused", file="submission.cu", sha256=f"{rng.getrandbits(256):064x}",
+                         verdict="fail", stage="verify",
                          reason=bad.message, seed=rng.randrange(2**63), versions=VERSIONS, gpu=H200,
                          compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 20])), verification=[bad])
     report.hints = rank_hints(report.model_copy(update={"hints": [h.model_copy() for h in machine_hints(name)]}))
@@ -217,8 +219,10 @@ def stopped(kind: str, rng: random.Random) -> GradeReport:
                             versions=VERSIONS, compile=CompileSummary(arch="sm_90", registers=14))
     if kind == "grader":
         err = grader_call_failed("cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY")
-        return error_report("submission.cu", Stage.GRADER, str(err), gpu=H200, versions=VERSIONS, kernel="biasGeluFused")
-    return GradeReport(kernel="biasGeluFused", file="submission.cu", verdict="busy", stage="time", gpu=H200, versions=VERSIONS,
+        return error_report("submission.cu", Stage.GRADER, str(err), gpu=H200, versions=VERSIONS,
+                            kernel="biasGeluFused")
+    return GradeReport(kernel="biasGeluFused", file="submission.cu", verdict="busy", stage="time", gpu=H200,
+                       versions=VERSIONS,
                        clocks=clocks(), reason="not graded: the GPU was busy while timing (other processes: pid 4242 "
                                                "(python3, 2.0 GiB)); run again")
 
@@ -252,7 +256,7 @@ def _rows() -> tuple[str, ...]:
                          Submitter(name="Alan Turing", email="alan@example.edu", sid="0012347")],
               names[9]: [Submitter(name="Zoë Çelik", email="zoe@example.edu", sid="0012348")]}
     rows, borderline = [], False
-    for i, (student, kind) in enumerate(zip(names, plan)):
+    for i, (student, kind) in enumerate(zip(names, plan, strict=True)):
         report = report_of(kind, rng, claims.get(i, "none"), profiled=i % 3 == 0)
         report.sandbox = SANDBOX if report.stage != Stage.INPUT else ""
         report.versions = VERSIONS if report.versions else {}

@@ -242,7 +242,7 @@ class Cluster:
                     self.until(lambda: not self.out(["squeue", "-h", "-o", "%A"]).split(), "the jobs to end", 60)
                 except Failed as err:
                     print(f"slurm_check: {err}", file=sys.stderr)
-        for name, p in reversed(self.daemons):
+        for _name, p in reversed(self.daemons):
             if p.poll() is None:
                 p.terminate()
                 try:

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.gpu
 # id: (source, verdict, stage, regular expression the reason must match, one the details must match or None)
 MIXED = {
     "gold": (SUBS / "gold_float4.cu", "gold", "grade", r"of the copy floor", None),
-    "tanh": (SUBS / "tanh_gelu.cu", "fail", "verify", r"first bad element \(row \d+, col \d+\): x \+ bias = \S+: got .*expected", None),
+    "tanh": (SUBS / "tanh_gelu.cu", "fail", "verify",
+             r"first bad element \(row \d+, col \d+\): x \+ bias = \S+: got .*expected", None),
     "no_bounds": (SUBS / "no_bounds_check.cu", "fail", "verify", r"guard region", None),
     "compile_error": (SUBS / "compile_error.cu", "error", "compile", r"compile error", r"compile_error\.cu:\d+: error"),
     "hang": (DATA / "hang.cu", "error", "run", r"run time limit exceeded: the kernel did not finish within 60 s", None),

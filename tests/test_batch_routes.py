@@ -201,7 +201,8 @@ def test_every_exit_of_gradescopes_route_writes_results_json(tmp_path, capsys, f
 # --- 2. identity: the same ids, paths and names by every route ---------------------------------------------------
 def test_uploads_star_gives_the_ids_and_paths_the_class_folder_gives(tmp_path, capsys, fake):
     up = write_tree(tmp_path / "uploads", {"alice/src/kernel.cu": kernel("gold", 0.95, "a"),
-                                           "bob/kernel.cu": kernel("fail", 0.3, "b"), "carol.cu": kernel("fail", 0.2, "c"),
+                                           "bob/kernel.cu": kernel("fail", 0.3, "b"),
+                                           "carol.cu": kernel("fail", 0.2, "c"),
                                            "y/k.cu": kernel("fail", 0.1, "y"), "y.cu": kernel("fail", 0.1, "y2"),
                                            "dave.zip": "x", "notes.txt": "x", "erin/main.cpp": "x"})
     got = {}

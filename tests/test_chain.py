@@ -1,5 +1,5 @@
-"""The exercise's chain (grader.exercises.bias_gelu.chain) on the CPU stand-in GPU: the student's two part-3 rows beside the page's
-staged and fused chains and the copies, with their byte counts; the report shows them, never grades them."""
+"""The exercise's chain (grader.exercises.bias_gelu.chain) on the CPU stand-in GPU: the student's two part-3 rows beside
+the page's staged and fused chains and the copies, with their byte counts; the report shows them, never grades them."""
 
 from __future__ import annotations
 
@@ -97,5 +97,6 @@ def test_the_students_chain_rows_are_checked_every_round(gpu, monkeypatch):
 
     monkeypatch.setattr(gpu, "alloc", remember)
     monkeypatch.setattr(gpu, "_k_biasGeluFused", lazy_in_front_of_the_residual)
-    with pytest.raises(WrongOutput, match=r"wrong output of the chain's round \d+ \(row biasGeluFused \+ addResidual\)"):
+    with pytest.raises(WrongOutput,
+                       match=r"wrong output of the chain's round \d+ \(row biasGeluFused \+ addResidual\)"):
         chain_table(gpu, kernel, spec, PAGE_VALUES, BIAS_GELU, QUICK, rng=np.random.default_rng(1))

@@ -49,7 +49,7 @@ def chromium_path() -> str | None:
 def sites(tmp_path_factory):
     """{"batch": folder, "merge": folder, "hostile": folder} and the H200 class's rows."""
     tmp = tmp_path_factory.mktemp("classpage")
-    folders = dict(zip(("batch", "merge"), batch_and_merge(tmp)))
+    folders = dict(zip(("batch", "merge"), batch_and_merge(tmp), strict=True))
     write_results(tmp / "hostile-results" / "results.jsonl")
     assert batch.main(["merge", str(tmp / "hostile"), str(tmp / "hostile-results"), "--quiet"]) == 0
     folders["hostile"] = tmp / "hostile"

@@ -33,7 +33,7 @@ def run(sm: list[int], mem: int = 3201, reasons: list[list[str]] | None = None) 
     """Samples: one "before", one "during" per entry of `sm`, one "after" (the last clock again)."""
     reasons = reasons or [[] for _ in sm]
     return ([ClockSample(when="before", sm_mhz=sm[0], mem_mhz=mem)]
-            + [ClockSample(when="during", sm_mhz=c, mem_mhz=mem, reasons=r) for c, r in zip(sm, reasons)]
+            + [ClockSample(when="during", sm_mhz=c, mem_mhz=mem, reasons=r) for c, r in zip(sm, reasons, strict=False)]
             + [ClockSample(when="after", sm_mhz=sm[-1], mem_mhz=mem)])
 
 

@@ -59,7 +59,8 @@ def test_missing_kernel_lists_the_names_found():
 
 def test_device_function_is_not_a_kernel():
     with pytest.raises(SubmissionError, match="no __global__ kernel named `biasGeluFused`; kernels found: k"):
-        compile_kernels("__device__ void biasGeluFused(float* a) {}\n__global__ void k(float* a) { biasGeluFused(a); }\n",
+        compile_kernels("__device__ void biasGeluFused(float* a) {}\n"
+                        "__global__ void k(float* a) { biasGeluFused(a); }\n",
                         "s.cu", ("biasGeluFused",), "sm_90")
 
 

@@ -135,7 +135,8 @@ def test_a_withheld_verdict_shows_no_number_and_exits_5(monkeypatch, capsys):
 
     why = busy_reason(["the copy row's spread was 330% (a quiet GPU gives under 5%)"],
                       GpuLoad(processes=["pid 7 (stream, 4.0 GiB)"], utilization=97))
-    r = assemble(Outcome(file="s.cu", sub=read_submission("submissions/gold_float4.cu", BIAS_GELU), seed=1, stopped=Busy(why)))
+    r = assemble(Outcome(file="s.cu", sub=read_submission("submissions/gold_float4.cu", BIAS_GELU), seed=1,
+                         stopped=Busy(why)))
     assert r.verdict == "busy" and r.fraction is None and r.table == [] and r.floor_gbs is None
     assert r.reason.startswith("not graded: the GPU was busy (the copy row's spread was 330%")
     assert "other processes: pid 7 (stream, 4.0 GiB) (97% utilization)" in r.reason and "run again" in r.reason

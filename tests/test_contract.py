@@ -66,7 +66,8 @@ def test_row_grid_over_gridDim_y_limit_is_refused():
 
 def test_student_row_and_claim():
     r = parse_row("biasGeluFused | 1 | 2 | 0.5232 | 4105.2")
-    assert (r.version, r.kernels, r.floats_per_elem, r.ms, r.gbs, r.problem) == ("biasGeluFused", 1, 2, 0.5232, 4105.2, None)
+    assert (r.version, r.kernels, r.floats_per_elem, r.ms, r.gbs, r.problem) == (
+        "biasGeluFused", 1, 2, 0.5232, 4105.2, None)
     r = parse_row("bias gelu fused 1 3 0.71 286.9 1.17")
     assert r.version == "bias gelu fused" and r.floats_per_elem == 3 and r.x_copy == 1.17
     bad = parse_row("biasGeluFused | one | 2 | fast | 4105")
@@ -135,7 +136,8 @@ def test_prose_and_exact_forms_are_not_flagged(line):
 
 
 def test_bom_and_crlf_keep_the_first_line_readable():
-    c = parse_contract("\ufeff// grade: params = x, bias, out, rows, cols\r\n// grade: grid = flat\r\n", "s.cu", BIAS_GELU)
+    c = parse_contract("\ufeff// grade: params = x, bias, out, rows, cols\r\n// grade: grid = flat\r\n", "s.cu",
+                       BIAS_GELU)
     assert c.grid == "flat"
 
 

@@ -85,7 +85,8 @@ def fake_ncu(folder: Path, body: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     tool = folder / "ncu"
     tool.write_text(f"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0"; exit 0; fi
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Nsight Compute Command Line Profiler"; \
+echo "Version 2025.3.1.0"; exit 0; fi
 log=""
 while [ $# -gt 0 ]; do if [ "$1" = "--log-file" ]; then log="$2"; fi; shift; done
 {body}

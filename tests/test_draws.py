@@ -67,7 +67,8 @@ def test_the_numpy_twin_is_the_cuda_generator_bit_for_bit(host_generator, mix, s
 
 def test_a_slice_of_a_draw_is_the_same_elements():
     whole = draws.draw(77, 1000, bg_reference.X_MIX)
-    assert np.array_equal(draws.draw(77, 10, bg_reference.X_MIX, start=500).view(np.uint32), whole[500:510].view(np.uint32))
+    assert np.array_equal(draws.draw(77, 10, bg_reference.X_MIX, start=500).view(np.uint32),
+                          whole[500:510].view(np.uint32))
 
 
 def test_packing_round_trips():

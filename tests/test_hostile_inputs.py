@@ -218,7 +218,8 @@ def test_ptxas_errors_are_shown():
 
     from grader.core.errors import SubmissionError
 
-    for extra, said in [("__constant__ float big[20000];\n__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
+    for extra, said in [("__constant__ float big[20000];\n"
+                         "__global__ void useBig(float* o) { o[0] = big[threadIdx.x]; }\n",
                          "too much global constant data"),
                         ("__global__ void sh(float* o) { __shared__ float s[60000]; s[threadIdx.x] = 1; "
                          "__syncthreads(); o[0] = s[threadIdx.x + 1]; }\n", "too much shared data")]:
@@ -355,7 +356,8 @@ def test_grade_block_numbers_are_ascii_decimal_only():
     from grader.core.errors import InputError
     from grader.source.contract import parse_contract
 
-    assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n// grade: params = x, bias, out, n, cols\n",
+    assert parse_contract("// grade: block = 256\n// grade: grid = stride 1024\n"
+                          "// grade: params = x, bias, out, n, cols\n",
                           "s.cu", BIAS_GELU).stride_blocks == 1024
     for line in ("block = 2_56", "block = \uff12\uff15\uff16", "block = 0x100", "block = 0256", "block = +256",
                  "elems_per_thread = \u0664", "grid = stride 1_024", "block = 256.0"):

@@ -18,7 +18,8 @@ LAYERS = [
     # the bottom of stage 1: the tokenizer of C source
     ["grader.core.version"],
     ["grader.core.exercise", "grader.exercises.bias_gelu"],
-    ["grader", "grader.core", "grader.pipeline", "grader.core.errors", "grader.core.text", "grader.source.lexer", "grader.core.procs",
+    ["grader", "grader.core", "grader.pipeline", "grader.core.errors", "grader.core.text", "grader.source.lexer",
+     "grader.core.procs",
      "grader.source.prelude", "grader.output.svgplot", "grader.compile.cubin"],
     # what the include policy calls: the directives nvcc's preprocessor and NVRTC read differently
     ["grader.source.pragmas"],
@@ -84,7 +85,8 @@ LAYERS = [
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
 PACKAGES = ["grader.core", "grader.compile", "grader.source", "grader.gpu", "grader.check", "grader.timing",
-            "grader.feedback", "grader.output", "grader.exercises", "grader.pipeline", "grader.batch", "grader", "reference_kernels"]
+            "grader.feedback", "grader.output", "grader.exercises", "grader.pipeline", "grader.batch", "grader",
+            "reference_kernels"]
 """The packages, floor first: a module may import only from its own package or one below it, so the package graph
 has no circle either. grader.core is the floor (errors, models, launches as data, text, version); the top-level
 modules of grader (the command line, the lazy Python API) are the roof."""

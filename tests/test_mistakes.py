@@ -203,7 +203,8 @@ def test_verify_names_the_mistake_at_the_end_of_its_message():
     gpu = MistakenGpu()
     kernel = gpu.load(compiled)[exercise.KERNEL_NAME]
     spec = sub.contract.launch_spec(tuple(p.size for p in compiled.kernels[exercise.KERNEL_NAME].params))
-    v = verify(gpu, kernel, spec, sub.contract, BIAS_GELU, BIAS_GELU.problem(exercise.VERIFY_SHAPE), np.random.default_rng(1))
+    v = verify(gpu, kernel, spec, sub.contract, BIAS_GELU, BIAS_GELU.problem(exercise.VERIFY_SHAPE),
+               np.random.default_rng(1))
     assert not v.passed and v.mistake is not None and v.mistake.name == "tanh"
     assert v.message.startswith("wrong output at 101 x 97") and "; your output matches GELU_tanh(x + bias)" in v.message
 

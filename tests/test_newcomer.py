@@ -69,7 +69,8 @@ def test_seed_only_when_inputs_were_drawn():
 
 
 def test_versions_in_the_text_report(monkeypatch, capsys):
-    monkeypatch.setattr(grader.pipeline.grade, "open_gpu", lambda device_id=0: (_ for _ in ()).throw(NoGpuError("test")))
+    monkeypatch.setattr(grader.pipeline.grade, "open_gpu",
+                        lambda device_id=0: (_ for _ in ()).throw(NoGpuError("test")))
     assert main([GOLD]) == EXIT_NO_GPU
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("Versions:"))

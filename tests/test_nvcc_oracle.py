@@ -68,7 +68,7 @@ def outcomes(oracle, tool):
         return oracle.Outcome("not-a-program") if text is None else oracle.judge(tool, text, path.name)
 
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(CORPUS, pool.map(one, CORPUS)))
+        return dict(zip(CORPUS, pool.map(one, CORPUS), strict=True))
 
 
 def test_the_oracle_compiles_with_the_graders_options(oracle, monkeypatch):
@@ -244,7 +244,8 @@ template <> struct Tr4<float> {
 extern "C" {
 __device__ float ec5(float a) { return a - 1.753f; }
 }
-__global__ void biasGeluFused(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ out, size_t cols) {
+__global__ void biasGeluFused(const float* __restrict__ x, const float* __restrict__ bias, \
+float* __restrict__ out, size_t cols) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     float v = x[i] + bias[i % cols];
     assert(v == v);

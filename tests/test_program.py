@@ -418,8 +418,8 @@ def _linear(make, size: int = CAP):
     lambda n: _fill("#include <vector>\n", "{", "", n),
     lambda n: "#include <vector>\n" + "{" * (n // 2 - 20) + "}" * (n // 2 - 20),
     lambda n: _fill("#include <vector>\n", "(", "", n),
-    lambda n: _fill("#include <vector>\n" + F0 + "__global__ void biasGeluFused(float* o) {", "{}", "}\nint main() {}\n",
-                    n),
+    lambda n: _fill("#include <vector>\n" + F0 + "__global__ void biasGeluFused(float* o) {", "{}",
+                    "}\nint main() {}\n", n),
     lambda n: "#include <vector>\n" + "namespace a {\n" * (n // 17) + "}\n" * (n // 17) + F0 + K0 + MAIN,
     lambda n: "#ifdef X\n" * (n // 17) + F0 + "#endif\n" * (n // 17) + K0 + MAIN,  # X defined nowhere: skipped
     lambda n: "#if X\n" * (n // 17) + F0 + "#endif\n" * (n // 17) + K0 + MAIN,  # not known: every directive kept
@@ -572,7 +572,8 @@ def test_a_kernel_in_a_raw_string_whose_delimiter_holds_a_quote_is_not_extracted
     # `R"x"(` ... `)x""` is one raw string for NVRTC (and g++). Read as `R` `"x"` `(`, the text in it on line 4
     # was extracted as the kernel, and the real one (line 7) hidden in a second raw string (issue 19).
     text = ('#include <cstdio>\nconst char* kDoc = R"x"(\n)"";\n'
-            "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) { out[0] = 1; }\n"
+            "__global__ void biasGeluFused(const float* x, const float* bias, float* out, size_t cols) "
+            "{ out[0] = 1; }\n"
             'const char* kTail = R"(\n)x"";\n' + K.format("out[threadIdx.x] = x[threadIdx.x] + bias[0];")
             + '// )";\n' + "int main() { std::puts(kDoc); return 0; }\n")
     ex = extract(text, "s.cu")

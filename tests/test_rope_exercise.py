@@ -151,7 +151,7 @@ def test_reference_equals_a_plain_loop():
                     row = (b * s_ + s) * h_ + h
                     want = (x0 * math.cos(angle) - x1 * math.sin(angle), x0 * math.sin(angle) + x1 * math.cos(angle))
                     got = ref[row, 2 * j: 2 * j + 2]
-                    for g, w in zip(got, want):
+                    for g, w in zip(got, want, strict=True):
                         assert (math.isnan(g) and math.isnan(w)) or abs(g - w) <= 1e-12 * (1 + abs(w))
 
 
@@ -336,7 +336,8 @@ def test_the_device_side_draws_what_the_host_draws_and_accepts_a_right_output():
                           inputs["in"].reshape(-1).view(np.uint32))
     gpu.upload(dev.buffers["out"], rope32(inputs, p.dims))
     v = dev.check("timed launch 1")
-    assert v.passed and v.message == "timed launch 1 correct at B x S x H x D = 2 x 5 x 3 x 8 (checked on the GPU in float64)"
+    assert v.passed and v.message == ("timed launch 1 correct at B x S x H x D = 2 x 5 x 3 x 8 "
+                                      "(checked on the GPU in float64)")
     dev.close()
     assert not gpu.allocs
 
@@ -358,7 +359,8 @@ def test_the_device_check_names_the_first_bad_element_and_a_changed_input():
     gpu.upload(dev.buffers["cosTab"], cos)
     v = dev.check("timed launch 5")
     assert not v.passed and v.inputs_changed == ["cosTab"] and v.first_changed == {"cosTab": 9}
-    assert "changed its input cosTab (first changed element pos 2, j 1)" in v.message and "output was right" in v.message
+    assert "changed its input cosTab (first changed element pos 2, j 1)" in v.message
+    assert "output was right" in v.message
 
 
 def test_the_device_check_refuses_a_changed_private_table():
@@ -387,7 +389,7 @@ def test_every_example_states_its_verdict_compiles_and_declares_the_exercises_ro
     assert set(params) <= set(E.roles) and E.check_params(params, "flat") == ""
     compiled = compile_kernels(text, path.name, (E.kernel_name,), "sm_90")
     sizes = [p.size for p in compiled.kernels[E.kernel_name].params]
-    assert len(sizes) == len(params) and all(s == 8 for s, r in zip(sizes, params) if r in ("in", "out"))
+    assert len(sizes) == len(params) and all(s == 8 for s, r in zip(sizes, params, strict=True) if r in ("in", "out"))
 
 
 def test_the_examples_are_a_gold_one_the_pages_and_two_wrong_ones():

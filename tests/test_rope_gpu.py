@@ -38,7 +38,8 @@ def example(gpu, path):
     compiled = compile_kernels(text, path.name, (E.kernel_name,), gpu.info.arch)
     widths = [p.size for p in compiled.kernels[E.kernel_name].params]
     spec = LaunchSpec(tuple(Param(r, "ptr") if r in {q.name for q in E.pointers} else integer_param(r, w)
-                            for r, w in zip(params, widths)), grid="flat", elems_per_thread=int(e.group(1)) if e else 1)
+                            for r, w in zip(params, widths, strict=False)), grid="flat",
+                      elems_per_thread=int(e.group(1)) if e else 1)
     kernel = gpu.load(compiled)[E.kernel_name]
 
     def values(problem, buffers):

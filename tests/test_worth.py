@@ -54,8 +54,8 @@ H200 = GpuInfo(name="NVIDIA H200", compute_capability="9.0", arch="sm_90", multi
 def graded(name: str, with_counters: bool = True, files: dict[str, str] = FILES,
            gradings: dict = GRADINGS) -> GradeReport:
     """The H200's grading of the hint kernel `name` (its times, its GPU, its clocks at 1980 MHz), with the hints
-    the grader finds in it now (grader.pipeline.grade.hints_for: machine code, launch facts), ranked with (or without) its
-    recorded counters."""
+    the grader finds in it now (grader.pipeline.grade.hints_for: machine code, launch facts), ranked with (or without)
+    its recorded counters."""
     g = {k: v for k, v in gradings[name].items() if k not in ("hints", "gpu", "versions")}
     sub = read_submission(ROOT / files[name], BIAS_GELU)
     report = GradeReport(file=name, compile=CompileSummary(arch="sm_90"), contract=sub.contract, gpu=H200,

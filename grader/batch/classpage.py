@@ -15,7 +15,8 @@ the plots show, so the page reads without them and without script (sorting and t
 script adds; it makes their controls itself, so none shows where it does not run: grader.batch.classpage_assets).
 
 Safety: every string a student controls (ids, names, emails, reasons, compiler messages) is escaped for HTML
-(grader.output.svgplot.escape, after grader.core.text.printable), and no data is ever put inside the script: the script is a
+(grader.output.svgplot.escape, after grader.core.text.printable), and no data is ever put inside the script: the script
+is a
 constant, read from the table's DOM. A Content-Security-Policy meta allows nothing from the network
 (`default-src 'none'`) and only this page's own script and style, by their sha256 (no 'unsafe-inline'), so an
 injected `<script>` or `onerror=` would not run even if escaping failed.

@@ -25,7 +25,7 @@ from grader.output.svgplot import FONT, Plot, nice_ticks
 CLAIM_MAX = 1.5
 """The claimed-against-measured plot shows fractions up to this; a claim above it is drawn on the top edge
 (the table gives its value)."""
-MARKERS = dict(zip(GROUPS, ("circle", "diamond", "down", "up", "up", "square", "square", "square")))
+MARKERS = dict(zip(GROUPS, ("circle", "diamond", "down", "up", "up", "square", "square", "square"), strict=True))
 """The marker shape of each verdict group in the point plots (a timed row is gold, silver, slow or busy)."""
 
 
@@ -89,7 +89,7 @@ def label_lines(plot: Plot, lines: list[tuple[float, str]], stroke: str = "#5555
         reach = (plot.px(x) - width[text], plot.px(x)) if anchor == "end" else (plot.px(x), plot.px(x) + width[text])
         placed.append((x, text, anchor, reach))
     crossing = [any(o is not p and p[3][0] - 3 <= plot.px(o[0]) <= p[3][1] + 3 for o in placed) for p in placed]
-    for (x, text, anchor, _), over in zip(placed, crossing):
+    for (x, text, anchor, _), over in zip(placed, crossing, strict=True):
         plot.vline(x, text, anchor=anchor, row=0 if over or not any(crossing) else 1, stroke=stroke)
 
 
@@ -180,7 +180,7 @@ def claims_plot(rows: list[BatchResult]) -> tuple[str, int, int]:
                      "claim more than was measured; ringed points are flagged; the marker's shape is the verdict")
     plot.line([(0, 0), (hi, hi)], stroke="#767676", width=1, dash="4 3", css="diagonal", title="claim = measured")
     shown = [(r.fraction, min(c if math.isfinite(c) else hi, hi)) for r, c in drawn]
-    for (r, c), xy, nudge in zip(drawn, shown, plot.apart(shown)):
+    for (r, c), xy, nudge in zip(drawn, shown, plot.apart(shown), strict=True):
         g = group(r)
         tip = f"{printable(r.id, 60)}: claimed {c:g}, measured {r.fraction:.3f} ({g})" + (
             f"; flags: {', '.join(r.flags)}" if r.flags else "")
@@ -203,7 +203,7 @@ def dram_plot(rows: list[BatchResult]) -> tuple[str, int]:
                 desc=f"{count(len(drawn), 'kernel')} profiled; the model counts {model} bytes per element")
     plot.vline(model, f"model: {model} B")
     xy = [(d, r.fraction) for r, d in drawn]
-    for (r, d), nudge in zip(drawn, plot.apart(xy)):
+    for (r, d), nudge in zip(drawn, plot.apart(xy), strict=True):
         g = group(r)
         plot.point(d, r.fraction, fill=MARKS.get(g, "#444444"), shape=MARKERS.get(g, "circle"), nudge=nudge,
                    title=f"{printable(r.id, 60)}: {d:.2f} B/elem, {r.fraction:.3f} of the floor ({g})",

@@ -103,7 +103,8 @@ def plumbing_files() -> set[str]:
 def digest_files(grader_dir: Path) -> list[tuple[str, Path]]:
     """(name, path) of every file a grade depends on, sorted by name: each RESULT_SUFFIXES file at any depth
     under `grader_dir` (names `grader/...`; hidden folders, __pycache__ and plumbing_files() left out). The
-    page's chain kernels are among them (grader/exercises/bias_gelu/chain.cu, grader/exercises/bias_gelu/page_kernels.py): a grading reads
+    page's chain kernels are among them (grader/exercises/bias_gelu/chain.cu,
+    grader/exercises/bias_gelu/page_kernels.py): a grading reads
     nothing of reference_kernels/."""
     skipped = plumbing_files()
     found = []
@@ -129,7 +130,8 @@ def grader_digest(grader_dir: Path | None = None) -> str:
 def settings_for(settings: BatchSettings, cards: list[str]) -> dict[str, object]:
     """The grader settings a result depends on, part of every row's key (module docstring): the grader's version
     and digest, the settings' arch and seed, the GPU models `cards`; `counters` and `counters_when_slow` only
-    when on, so rows graded without them keep their keys; `exercise` only when not the default. The limits and the sandbox are not in it."""
+    when on, so rows graded without them keep their keys; `exercise` only when not the default. The limits and the
+    sandbox are not in it."""
     key = {"grader": __version__, "grader_source": grader_digest(), "arch": settings.arch,
            "seed": settings.seed, "cards": sorted(set(cards))}
     if settings.counters:

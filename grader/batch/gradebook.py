@@ -343,7 +343,8 @@ def gradebook_csv(rows: list[BatchResult]) -> str:
     for r in rows:
         frac = "" if r.fraction is None else f"{r.fraction:.3f}"
         people = r.submitters
-        w.writerow([_cell(r.id), _cell(r.path), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error), _cell(r.reason),
+        w.writerow([_cell(r.id), _cell(r.path), r.verdict, frac, _cell("; ".join(r.flags)), _cell(r.error),
+                    _cell(r.reason),
                     _cell(r.clocks), _cell("; ".join(s.name for s in people)),
                     _cell("; ".join(s.email for s in people)), _cell("; ".join(s.sid for s in people)),
                     _cell(report_file(r.id))])

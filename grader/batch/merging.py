@@ -162,7 +162,7 @@ def _duplicates(reading: Reading) -> None:
             continue
         places = [(path, row, n) for path, (row, n) in by_file.items()]
         kept = max(places, key=lambda p: p[1].finished)
-        for path, row, n in places:
+        for path, _row, n in places:
             if path is not kept[0]:
                 reading.problems.append(RowProblem(file=name_text(str(path)), line=n, kind="duplicate", id=id, message=(
                     f"{id} has a row in {name_text(str(kept[0]))} too (line {kept[2]}): two batches or shards graded "

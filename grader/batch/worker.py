@@ -213,7 +213,7 @@ def probe() -> dict:
     except Exception as err:  # noqa: BLE001 - a broken driver install: no GPU, with the reason
         return {"count": 0, "names": [], "reason": f"CUDA could not be queried ({str(err)[:120]})"}
     found = {"count": len(names), "names": names, "reason": ""}
-    for name, arch in zip(names, arches):
+    for name, arch in zip(names, arches, strict=False):
         try:
             check_arch(arch, name)
         except InputError as err:

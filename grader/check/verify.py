@@ -1,6 +1,7 @@
 """Stage 4b, verify: run the submission at ragged shapes and compare with the float64 reference.
 
-Before anything is timed. The output is poisoned before the launch (grader.core.exercise.POISON_WORD: an element never written
+Before anything is timed. The output is poisoned before the launch (grader.core.exercise.POISON_WORD: an element never
+written
 fails), every buffer has guard regions before and after it (a kernel that writes outside `out` fails), and the
 inputs are read back (a kernel that writes into x or bias fails, the input and its first changed element named):
 `GuardedRun`, which the reference kernels' gates use too. The reference is computed from the inputs as drawn, never
@@ -105,7 +106,8 @@ def compare(got: np.ndarray, ref: np.ndarray, ex: Exercise, inputs: dict[str, np
     tol = np.where(np.isnan(tol), np.inf, tol)
     ok = np.where(ref_nan, np.isnan(got64), finite & (err <= tol))
     n_bad = int((~ok).sum())
-    result = Verification(rows=rows, cols=cols, passed=n_bad == 0, total=ref.size, bad=n_bad, tolerance=ex.tolerance_text,
+    result = Verification(rows=rows, cols=cols, passed=n_bad == 0, total=ref.size, bad=n_bad,
+                          tolerance=ex.tolerance_text,
                           not_finite=int((~finite & ~ref_nan).sum()),
                           unwritten=int((got.view(np.uint32) == POISON).sum()),
                           max_abs_error=float(err.max()) if err.size else 0.0,
@@ -257,7 +259,8 @@ def _checked_run(gpu: Gpu, kernel, spec: LaunchSpec, contract: Contract, ex: Exe
         where = {fenced[1]: (fenced[0], fenced[2])} if fenced else {}
         arrays = {name: run.input(name, host.ravel(), where.get(name)) for name, host in inputs.items()}
         arrays[out_name] = run.output(problem.floats[out_name])
-        bind(gpu, kernel, spec, *problem.grid, contract.launch_values({k: a.data for k, a in arrays.items()}, problem))()
+        bind(gpu, kernel, spec, *problem.grid,
+             contract.launch_values({k: a.data for k, a in arrays.items()}, problem))()
         try:
             gpu.sync()
         except SubmissionError as err:

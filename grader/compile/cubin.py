@@ -189,12 +189,12 @@ def _sections(cubin: bytes) -> list[_Section]:
         raise CubinError(f"section table ({shnum} entries of {shentsize} bytes at {shoff}) outside the file")
     raw = [_SECTION.unpack_from(cubin, shoff + i * shentsize) for i in range(shnum)]
     datas = []
-    for name, kind, _, _, offset, size, link, _, _, _ in raw:
+    for _name, kind, _, _, offset, size, _link, _, _, _ in raw:
         if kind != 8 and offset + size > len(cubin):  # 8: SHT_NOBITS, which has no bytes in the file
             raise CubinError(f"a section of {size} bytes at {offset} runs past the file's end")
         datas.append(b"" if kind == 8 else cubin[offset : offset + size])
     names = datas[shstrndx]
-    return [_Section(_string(names, r[0]), r[1], d, r[6]) for r, d in zip(raw, datas)]
+    return [_Section(_string(names, r[0]), r[1], d, r[6]) for r, d in zip(raw, datas, strict=True)]
 
 
 def _at(sections: list[_Section], index: int) -> _Section:

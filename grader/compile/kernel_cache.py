@@ -7,7 +7,8 @@ across processes; it compiles (grader.compile.nvrtc.compile_kernels, in the sand
 submission: only text shipped with the grader is cached, so a cache entry never holds a student's code.
 
 Key: sha256 of the source text, the kernel names, the arch, the NVRTC version, the versions of cuda-core and
-cuda-bindings, the grader's version and the text of grader/compile/nvrtc.py (its options) and grader/compile/cubin.py. Each entry is one JSON
+cuda-bindings, the grader's version and the text of grader/compile/nvrtc.py (its options) and grader/compile/cubin.py.
+Each entry is one JSON
 file named by its key (ENTRY), holding the key again and the sha256 of everything else it holds (cubin, PTX,
 log, kernels): an entry that is not a regular file, is too large, does not parse, or whose key or digest does
 not match (a torn or edited file) is ignored and written again. Only files named like an entry are read,
@@ -17,7 +18,8 @@ half a file; the last writer wins with identical content.
 
 Folder: $BIASGELU_GRADER_CACHE, else $XDG_CACHE_HOME/biasgelu-grader, else ~/.cache/biasgelu-grader (created
 0700). On POSIX a folder that another user owns, or that others may write to, is not read: a planted cubin of
-the copy kernels would move the floor. BIASGELU_GRADER_CACHE=off turns the disk cache off. `grade cache` shows the folder and what it holds;
+the copy kernels would move the floor. BIASGELU_GRADER_CACHE=off turns the disk cache off. `grade cache` shows the
+folder and what it holds;
 `grade cache --clear` empties it. A folder that cannot be written is no error: grading compiles as before.
 """
 
@@ -114,7 +116,8 @@ def _key(text: str, name: str, kernels: tuple[str, ...], arch: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _toolchain() -> dict[str, str | int]:
     """What a cubin depends on besides its source, read once per process: the entry layout, NVRTC's version,
-    cuda-core's and cuda-bindings', the grader's, grader/compile/nvrtc.py (its NVRTC options) and grader/compile/cubin.py
+    cuda-core's and cuda-bindings', the grader's, grader/compile/nvrtc.py (its NVRTC options) and
+    grader/compile/cubin.py
     (how the parameter list is read)."""
     from importlib.metadata import PackageNotFoundError, version
 

@@ -5,7 +5,8 @@ CUDA_ERROR_UNSUPPORTED_PTX_VERSION; a cubin for the device's own arch loads (doc
 The kernel's parameter list (count and sizes) is read from the cubin's own metadata (grader.compile.cubin), never from
 text a submission can write; the PTX NVRTC produced on the way (read from the same NVRTC program through
 cuda.bindings) gives each parameter's type, where its one `.entry` agrees with the cubin, and the code hints.
-Diagnostics come back as `file:line: message`; only diagnostics about the submission's own file are shown, and the log is capped, so no line of another file can reach the output.
+Diagnostics come back as `file:line: message`; only diagnostics about the submission's own file are shown, and the log
+is capped, so no line of another file can reach the output.
 Every NVRTC call runs confined by grader.compile.sandbox (Landlock): NVRTC can open no file but its builtins library,
 so an include that got past grader.source.includes fails with "cannot open source file", reported as such.
 """
@@ -208,7 +209,7 @@ def _kernel_params(cubin: bytes, ptx: str, name: str, kernel: str, mangled: str)
         raise GraderFault(f"{name}: the PTX of `{kernel}` has {found} where the cubin has parameter sizes {sizes}; "
                           "the grader cannot tell the parameter list, so it judges nothing: report it to the course "
                           "staff with your file")
-    return tuple(PtxParam(ptype, p.size) for (ptype, _), p in zip(typed, params))
+    return tuple(PtxParam(ptype, p.size) for (ptype, _), p in zip(typed, params, strict=True))
 
 
 def _ptx_params(ptx: str, mangled: str) -> list[tuple[str, int]] | None:

@@ -32,7 +32,8 @@ FORMAT_ALIASES = {"gradebook": "text"}
 """Words an earlier version took, read as today's (`grade batch --format gradebook` was its default, text)."""
 
 
-def add_format_options(p: argparse.ArgumentParser, choices: tuple[str, ...], helps: dict[str, str] | None = None) -> None:
+def add_format_options(p: argparse.ArgumentParser, choices: tuple[str, ...],
+                       helps: dict[str, str] | None = None) -> None:
     """Add --format (FORMATS' words among `choices`, default text; `helps` says what a word does in this command)
     and --json (the same as --format json) to `p`; both set `args.format`."""
     said = {**FORMATS, **(helps or {})}

@@ -369,9 +369,9 @@ def parse_csv(text: str) -> list[dict[str, str]]:
     units = reader[1] if len(reader) > 1 and not reader[1][0].strip().isdigit() else None
     rows = []
     for raw in reader[2 if units else 1:]:
-        row = dict(zip(header, raw))
+        row = dict(zip(header, raw, strict=False))
         if units:
-            for name, unit in zip(header, units):
+            for name, unit in zip(header, units, strict=False):
                 scale = _UNITS.get(unit.strip().lower())
                 if scale and scale != 1 and _number(row.get(name)) is not None:
                     row[name] = repr(_number(row[name]) * scale)
@@ -396,7 +396,8 @@ def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCou
              is not None}
     memory = {u: v for u, name in MEMORY_UNITS.items() if (v := get(name)) is not None}
     return KernelCounters(label=label, kernel=row.get("Kernel Name", "?"), elements=elements,
-                          dram_read=get(BYTE_METRICS[0]), dram_write=get(BYTE_METRICS[1]), l2_bytes=get(BYTE_METRICS[2]),
+                          dram_read=get(BYTE_METRICS[0]), dram_write=get(BYTE_METRICS[1]),
+                          l2_bytes=get(BYTE_METRICS[2]),
                           duration_ns=get("gpu__time_duration.sum"),
                           ld_sectors=get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
                           ld_requests=get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
@@ -414,7 +415,8 @@ PAGE_ANSWER = "page's answer, 4 B/thread"
 COPY_VEC4 = "copy, 16 B/thread"
 COPY_SCALAR = "copy, 1 float/thread"
 LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
-"""The labels of the child's three launches of the exercise's kernel in the order it makes them (grader.pipeline.profiled): ncu
+"""The labels of the child's three launches of the exercise's kernel in the order it makes them
+(grader.pipeline.profiled): ncu
 names them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
 _COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
 SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",

@@ -370,7 +370,8 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
         ops = ", ".join(facts.int_divisions)
         wide = any(op.endswith("64") for op in facts.int_divisions)
         hints.append(Hint(kind=HintKind.DIVISION, text=(
-            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_PTX}): {kernel} does an integer division ({ops} in its PTX"
+            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_PTX}): {kernel} does an integer division "
+            f"({ops} in its PTX"
             + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
             + "). " + (t.get("division_tail") or _BIAS_TAIL)
         )))

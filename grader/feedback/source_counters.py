@@ -68,7 +68,7 @@ def parse_source(text: str) -> list[list[dict[str, str]]]:
             header = row
             blocks.append([])
         elif header is not None and _address(row[0]) is not None:
-            blocks[-1].append(dict(zip(header, row)))
+            blocks[-1].append(dict(zip(header, row, strict=False)))
     return blocks
 
 
@@ -133,7 +133,8 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
 
 def run_source(child: list[str], timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None, on_start=None
                ) -> tuple[str, str]:
-    """Profile the first launch of the exercise's kernel in `child` (an argv, grader.feedback.counters.profiled_child) with
+    """Profile the first launch of the exercise's kernel in `child` (an argv, grader.feedback.counters.profiled_child)
+    with
     SECTIONS and return (the source page's CSV, the details page's CSV) (module docstring). Raises
     CountersUnavailable with the reason (no ncu, no permission, a failed or timed-out run)."""
     path = ncu_path or ncu.find_ncu()

@@ -441,7 +441,8 @@ class Fence:
         prop.location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         prop.location.id = gpu.device.device_id
         gran = int(gpu._call(d.cuMemGetAllocationGranularity(
-            prop, d.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity"))
+            prop, d.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity"))
         self.gran = gran
         self.size = max(1, -(-nbytes // gran)) * gran
         self._reserved = int(gpu._call(d.cuMemAddressReserve(self.size + 2 * gran, gran, 0, 0), "cuMemAddressReserve"))

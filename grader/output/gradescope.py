@@ -67,7 +67,8 @@ def _results(report: GradeReport) -> dict:
         return gradescope_not_graded(report.reason)
     if not is_graded(report):
         return gradescope_not_graded(f"not graded: the grader failed here, not your submission: {report.reason}")
-    compiled = report.compile is not None and report.stage not in (Stage.SOURCE, Stage.COMPILE, Stage.CONTRACT, Stage.INPUT)
+    compiled = report.compile is not None and report.stage not in (Stage.SOURCE, Stage.COMPILE, Stage.CONTRACT,
+                                                                   Stage.INPUT)
     ran = report.verification
     correct = compiled and bool(ran) and all(v.passed for v in ran) and report.verdict in ("gold", "silver", "fail") \
         and report.stage == Stage.GRADE

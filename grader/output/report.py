@@ -80,7 +80,8 @@ class GradeReport(ReportModel):
     was timed, so no speed verdict is given: grader.timing.contention). `fraction` is the submission's GB/s over the
     copy floor's; `fraction_of_scalar_copy` over the one-float-per-thread copy's. `borderline` is true when
     the fraction's uncertainty band still straddles a threshold after extra measurement. `chain` is the
-    exercise's chain with the student's kernel in it (grader.exercises.bias_gelu.chain: the student's part-3 rows beside the page's
+    exercise's chain with the student's kernel in it (grader.exercises.bias_gelu.chain: the student's part-3 rows beside
+    the page's
     staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds
     what Nsight Compute measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters;
     never part of the verdict). `hints` are ranked by the time each explains, with its estimate
@@ -353,7 +354,8 @@ def render_text(r: GradeReport) -> str:
     chain, counters, kernel output); then the flags and notes on the part-3 row and sentence (once the output is right)
     and the other hints. Everything in it is terminal-safe (grader.core.text): names, the student's row and NVRTC's
     source excerpts may hold escape sequences."""
-    out = [f"{printable(r.file, None)}" + (f": {r.kernel}" if r.kernel else "")]  # one line: a newline in a file name cannot forge one
+    # one line: a newline in a file name cannot forge one
+    out = [f"{printable(r.file, None)}" + (f": {r.kernel}" if r.kernel else "")]
     lead, shown = _lead_lines(r)
     out += lead + [""] + _evidence_lines(r)
     out += _claim_lines(r)

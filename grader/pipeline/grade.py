@@ -155,7 +155,8 @@ def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage
     widths = tuple(p.size for p in spec.params)
     if sizes != widths:
         raise GraderFault(f"the driver reports parameter sizes {sizes} for the kernel, the grader read {widths} "
-                          "from the cubin's metadata (grader.compile.cubin): the grader misread the cubin, so nothing is "
+                          "from the cubin's metadata (grader.compile.cubin): the grader misread the cubin, "
+                          "so nothing is "
                           "judged; report it to the course staff with the file")
     rng = np.random.default_rng(out.seed)
     for dims in ex.verify_dims:
@@ -241,7 +242,8 @@ def assemble(out: Outcome) -> GradeReport:
 
 def byte_model(ex: Exercise) -> ByteModel:
     """The report's byte model of exercise `ex`: its floats per element and what it counts and leaves out."""
-    return ByteModel(floats_per_elem=ex.floats_per_element, bytes_per_elem=ex.floats_per_element * exercise.BYTES_PER_FLOAT,
+    return ByteModel(floats_per_elem=ex.floats_per_element,
+                     bytes_per_elem=ex.floats_per_element * exercise.BYTES_PER_FLOAT,
                      counted=ex.bytes_text, not_counted=ex.cached_text)
 
 

@@ -7,7 +7,8 @@ benchmark shape; by default the benchmark shape of this card), then launches, on
 (LAUNCHES), with the grader's own launch code (grader.core.launch), so the profiled launches are the graded ones:
 
   1. the submission;
-  2. the exercise's model answer, KERNEL<4> of grader/exercises/bias_gelu/chain.cu (grader.exercises.bias_gelu.page_kernels: a row
+  2. the exercise's model answer, KERNEL<4> of grader/exercises/bias_gelu/chain.cu
+     (grader.exercises.bias_gelu.page_kernels: a row
      grid, one float4 per thread): what a kernel with 16-byte accesses needs;
   3. the page's answer, KERNEL<1> (a row grid, one float per thread): what a kernel with 4-byte accesses
      needs;

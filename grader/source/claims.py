@@ -102,7 +102,7 @@ def parse_row(value: str) -> StudentRow:
         return row
     row.version = parts[0] or None
     problems = []
-    for name, text in zip(("kernels", "floats_per_elem", "ms", "gbs", "x_copy"), parts[1:]):
+    for name, text in zip(("kernels", "floats_per_elem", "ms", "gbs", "x_copy"), parts[1:], strict=False):
         pattern = _ASCII_WHOLE if name == "kernels" else NUMBER
         try:
             if not pattern.fullmatch(text):
@@ -400,7 +400,7 @@ NOTE_KINDS = ("row-missing", "claim-missing")
 number: the text report shows them as notes, and the gradebook counts them once instead of flagging rows."""
 
 _X_COPY_UNIT = re.compile(r"(?<=[0-9.])[ \t]*x(?:[ \t]*copy)?\b|(?<=[0-9.])[ \t]*(?:GB/s|ms)\b", re.I)
-_ROW_START = re.compile(r"[|\s]*(?P<label>%s(?:<[0-9]+>)?)(?=[\s|])" % re.escape(exercise.KERNEL_NAME))
+_ROW_START = re.compile(rf"[|\s]*(?P<label>{re.escape(exercise.KERNEL_NAME)}(?:<[0-9]+>)?)(?=[\s|])")
 _FLOOR_WORDS = re.compile(r"copy[ -]?floor|copy[ -]ceiling|of the floor|of copy|x copy|copyFloor|244\.7", re.I)
 MAX_CLAIM_CHARS = 400
 

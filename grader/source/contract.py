@@ -73,7 +73,7 @@ class Contract(ReportModel):
         (`widths`, bytes per parameter in order, from grader.source.signature.check_params), grid, block and
         elements per thread, and the exercise's byte model."""
         params = tuple(Param(role, "ptr") if role in self.pointers else integer_param(role, width)
-                       for role, width in zip(self.params, widths))
+                       for role, width in zip(self.params, widths, strict=False))
         return LaunchSpec(params, grid=self.grid, block=self.block, elems_per_thread=self.elems_per_thread,
                           stride_blocks=self.stride_blocks)
 

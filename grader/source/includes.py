@@ -39,7 +39,8 @@ universal character name such as `\\u0041` in code: NVRTC makes `\\uR` an identi
 no raw string); a malformed raw string (a delimiter over 16 characters or with a character NVRTC calls
 invalid there, such as `$`: grader.source.lexer's BAD_RAW), an unterminated one, and a line splice inside one; a
 name right after a character literal (NVRTC takes it as a suffix after `'a'` but not after `''`);
-trigraphs; and digit separators that NVRTC could read in more than one way. NVRTC takes the `'` after a number's digits into the number in live code
+trigraphs; and digit separators that NVRTC could read in more than one way. NVRTC takes the `'` after a number's digits
+into the number in live code
 (`1'+'/*'` holds no comment there, and `1e'+` goes on as an exponent), only before a digit or letter in a
 live directive, and never in a skipped group (`#if 0`), where it opens a character literal. So a `'` after
 a number that is not followed by a digit, letter or `_` is refused, and since which groups are skipped is

@@ -83,7 +83,8 @@ _PUNCTUATORS = ("%:%:", "...", "->*", "<<=", ">>=", "::", "->", ".*", "++", "--"
 _SUFFIX = r"(?:[A-Za-z_][A-Za-z0-9_]*)?"
 _LITERAL = (r"(?P<string>(?:u8|[uUL])?\"(?:[^\"\\\n]+|\\.)*+\\?(?:(?P<sq>\")" + _SUFFIX + ")?)"
             r"|(?P<char>(?:u8|[uUL])?'(?:[^'\\\n]+|\\.)*+\\?(?:(?P<cq>')" + _SUFFIX + ")?)")
-_PUNCT = r"(?P<punct><(?=::(?![:>]))|" + "|".join(re.escape(p) for p in _PUNCTUATORS) + r"|[{}\[\]#()<>%:;.?*+\-/^&|~!=,])"
+_PUNCT = (r"(?P<punct><(?=::(?![:>]))|" + "|".join(re.escape(p) for p in _PUNCTUATORS)
+          + r"|[{}\[\]#()<>%:;.?*+\-/^&|~!=,])")
 
 
 def _master(number: str) -> re.Pattern:

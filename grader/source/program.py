@@ -224,7 +224,7 @@ class _Program:
         """Whether the file names `main(` outside a directive: a host program, even where it cannot be split."""
         texts = self.texts
         return any(t == "main" and k == "i" and texts[j + 1:j + 2] == ["("] for j, (k, t) in
-                   enumerate(zip(self.kinds, texts)))
+                   enumerate(zip(self.kinds, texts, strict=True)))
 
     def raise_unsplittable(self) -> None:
         """Raise the SubmissionError for a program that could not be split into declarations."""

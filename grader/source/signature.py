@@ -265,7 +265,7 @@ def check_params(c: Contract, compiled: list[tuple[str, int]], written: list[str
     problems = []
     if len(compiled) != len(c.params):
         problems.append(f"the kernel has {len(compiled)} parameters, the launch passes {len(c.params)}")
-    for i, (role, (ptype, size)) in enumerate(zip(c.params, compiled)):
+    for i, (role, (ptype, size)) in enumerate(zip(c.params, compiled, strict=False)):
         is_int = ptype[0] in "usb"
         text = written[i] if written else None
         kind = _param_kind(text) if text is not None else "unknown"

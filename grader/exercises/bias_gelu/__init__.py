@@ -3,7 +3,8 @@ and, in exercise.py, EXERCISE: the grader.core.exercise.Exercise the harness tak
 
 Source: the course page "LLM kernels 2: RoPE, GELU and elementwise fusion" (day 96), its "Exercise",
 "Solution" and "Pitfalls" sections. Facts of the grading machine used here are the project's own notes,
-docs/h200.md. Every other module reads these names; none repeats a number given here. The course's constants shared by every
+docs/h200.md. Every other module reads these names; none repeats a number given here. The course's constants shared by
+every
 exercise (block, thresholds, poison, guards, benchmark sizing) are grader.core.exercise's.
 """
 

@@ -11,12 +11,14 @@ the copies, at the benchmark shape, so the deleted store and load show in number
     staged chain<4>               3 kernels  7
     fused chain<4>                1 kernel   3
 
-The page's kernels (grader.exercises.bias_gelu.page_kernels) run at width 4 (WIDE: one float4 per thread), the width that
+The page's kernels (grader.exercises.bias_gelu.page_kernels) run at width 4 (WIDE: one float4 per thread), the width
+that
 reaches the copy floor on a card as fast as the H200 (the page's width 1 does not: 0.57 to 0.81 of it). The
 timing holds the GPU's grading lock; a disturbed timing (grader.timing.contention), or a row faster than the copy
 floor allows (grader.timing.timer.over_bound), shows no table. The rows printed as the student's are measured as the
 graded ones are: inputs redrawn before every round (grader.check.draws), the student's outputs poisoned first and
-checked on the GPU after it, against the inputs as drawn (grader.exercises.bias_gelu.device.DeviceCheck); a wrong one fails the
+checked on the GPU after it, against the inputs as drawn (grader.exercises.bias_gelu.device.DeviceCheck); a wrong one
+fails the
 submission (WrongOutput), as a wrong graded launch does.
 """
 

@@ -65,7 +65,8 @@ _UNSET = np.iinfo(np.uint64).max
 
 
 class DeviceCheck:
-    """Checks whole outputs on the GPU against a float64 reference computed there (check.cu, checkBiasGelu) from the inputs regenerated from their seeds (grader.check.draws), never from the buffers the
+    """Checks whole outputs on the GPU against a float64 reference computed there (check.cu, checkBiasGelu) from the
+    inputs regenerated from their seeds (grader.check.draws), never from the buffers the
     kernel was given: outputs of timed launches at the benchmark shape are checked without copying gigabytes to
     the host, and a kernel that writes its inputs cannot make the expected side agree (it is named instead)."""
 
@@ -109,7 +110,8 @@ class DeviceCheck:
         if result.passed:
             result.message = f"{label} correct at {rows} x {cols} (checked on the GPU in float64)"
             return result
-        told = (f"changed its input {changed_text(changed, self.ex, self.ex.problem((rows, cols)))} during {label} at {rows} x {cols}: inputs are "
+        told = (f"changed its input {changed_text(changed, self.ex, self.ex.problem((rows, cols)))} "
+                f"during {label} at {rows} x {cols}: inputs are "
                 "read-only, and the check uses them as drawn, not as the kernel left them. ") if changed else ""
         if not bad:
             result.message = told.rstrip() + " (its output was right)"
@@ -124,7 +126,8 @@ class DeviceCheck:
                                     given_text=self.ex.given_text(given))
         result.message = (
             f"{told}wrong output of {label} at {rows} x {cols}: first bad element {result.first_bad.text()}; {bad} of "
-            f"{rows * cols} elements bad (tolerance {self.ex.tolerance_text}). The output of every timed launch is checked, "
+            f"{rows * cols} elements bad (tolerance {self.ex.tolerance_text}). "
+            "The output of every timed launch is checked, "
             "on inputs redrawn between launches")
         return result
 

@@ -26,7 +26,8 @@ An element still holding the fill is unwritten whatever its inputs (a NaN input'
 
 A mistake matches when, over the elements that can be compared (got, the reference and the mistake finite, the
 inputs not NaN, the mistake's bias index inside bias), at least MIN_TELLING of them tell the mistake from the
-exact GELU (the two differ there by more than the exercise's tolerance, grader.exercises.bias_gelu.ATOL, RTOL), and at least
+exact GELU (the two differ there by more than the exercise's tolerance, grader.exercises.bias_gelu.ATOL, RTOL), and at
+least
 MATCH_SHARE of the compared elements, and of the telling ones, are within that tolerance of the mistake. The
 telling share is what counts where most inputs are far out on the tails: past |v| of about 12 the tanh and
 sigmoid forms give what the exact GELU gives (v or 0), so a right output whose elements are 99% there must not

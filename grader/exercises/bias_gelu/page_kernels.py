@@ -1,7 +1,8 @@
 """The course page's chain kernels as data (grader/exercises/bias_gelu/chain.cu): each kernel's parameters, launch shape
 and byte model, the chain table's rows, and the launches built from them.
 
-The grader launches them itself: the exercise's chain (grader.exercises.bias_gelu.chain) times the student's kernel beside the
+The grader launches them itself: the exercise's chain (grader.exercises.bias_gelu.chain) times the student's kernel
+beside the
 page's staged and fused chains, and `grade --counters` (grader.pipeline.profiled) profiles the model answer and the
 page's answer. The reference kernels' self-check (reference_kernels.suite) builds its RoPE and bf16 kernels
 from the same KernelDef and Version and times these rows too; it imports this module, never the reverse.
