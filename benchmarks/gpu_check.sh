@@ -11,6 +11,9 @@ python3 -m pytest -q -rs -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -5
 for f in submissions/*.cu; do
   echo "=== $f"; python3 -m grader.cli "$f"; echo "exit $?"
 done > "$out/examples.log" 2>&1
+for f in submissions/rope/*.cu; do  # the second exercise's examples (docs/exercises.md)
+  echo "=== $f"; python3 -m grader.cli --exercise rope "$f"; echo "exit $?"
+done >> "$out/examples.log" 2>&1
 grep -E "^===|^Verdict|^exit|^Hint|^Flag" "$out/examples.log"
 python3 benchmarks/stability.py --repeats 5 --out "$out/stability.json" 2>&1 | tail -9
 python3 benchmarks/reference_perf.py --out "$out/reference_perf.json" > "$out/reference_perf.log" 2>&1

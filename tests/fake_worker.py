@@ -52,7 +52,8 @@ if mode == "exit":
 if mode == "hang-counters":
     import subprocess
 
-    send(event="graded", report={"file": job["display"], "verdict": "gold", "stage": "grade", "reason": "0.96",
+    send(event="graded", report={"kernel": "biasGeluFused",
+             "file": job["display"], "verdict": "gold", "stage": "grade", "reason": "0.96",
                                  "fraction": 0.96})
     child = subprocess.Popen(["sleep", "3600"], start_new_session=True)
     open(os.path.join(os.path.dirname(job["path"]), "..", "child.pid"), "w").write(str(child.pid))
@@ -61,10 +62,12 @@ if mode == "hang-counters":
     time.sleep(3600)
 if mode.startswith("graded "):
     _, verdict, fraction = mode.split()
-    report = {"file": job["display"], "verdict": verdict, "stage": "grade", "reason": f"{fraction} of the copy floor",
+    report = {"kernel": "biasGeluFused",
+             "file": job["display"], "verdict": verdict, "stage": "grade", "reason": f"{fraction} of the copy floor",
               "fraction": float(fraction), "compile": {"arch": "sm_90", "registers": 20},
               "verification": [{"rows": 101, "cols": 97, "passed": True, "total": 9797, "message": "correct"}]}
     send(event="result", phases={"total": 0.01}, report=report)
     sys.exit(0)
-report = {"file": job["display"], "verdict": "error", "stage": "compile", "reason": f"fake result for {job['name']}"}
+report = {"kernel": "biasGeluFused",
+             "file": job["display"], "verdict": "error", "stage": "compile", "reason": f"fake result for {job['name']}"}
 send(event="result", phases={"total": 0.01}, report=report)

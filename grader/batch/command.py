@@ -463,7 +463,7 @@ def grade_items(plan: BatchPlan, todo: list[Item], rows: RowWriter, progress: Pr
     (grader.batch.pool.run_jobs). Returns False when interrupted (Ctrl-C, SIGTERM) or a worker could not start
     (said on stderr), else True."""
     for it in [it for it in todo if it.problem]:
-        rows.record(it, item_error(it, Stage.INPUT, it.problem), {}, None)
+        rows.record(it, item_error(it, Stage.INPUT, it.problem, plan.settings.exercise), {}, None)
         progress.done += 1
     todo = [it for it in todo if not it.problem]
     if not todo:

@@ -398,13 +398,13 @@ class Scheduler:
                 raise WorkerStartError("the grading process failed to start "
                                        f"({died_reason(Stage.SETUP, w.popen.returncode, tail)})")
             reason = died_reason(run.stage, w.popen.returncode, tail)
-            return counters_lost(run, reason) or item_error(run.item, stage, reason), {}
+            return counters_lost(run, reason) or item_error(run.item, stage, reason, self.settings.exercise), {}
         if now > run.deadline:
             reason = timeout_reason(run.stage, self.settings.compile_limit, self.settings.run_limit)
-            return counters_lost(run, reason) or item_error(run.item, stage, reason), {}
+            return counters_lost(run, reason) or item_error(run.item, stage, reason, self.settings.exercise), {}
         limit = self.settings.memory_limit_bytes
         if limit and memory_bytes(w.popen.pid) > limit:
-            return item_error(run.item, stage, memory_reason(run.stage, limit)), {}
+            return item_error(run.item, stage, memory_reason(run.stage, limit), self.settings.exercise), {}
         return None
 
     def finish(self, slot: Slot, report: GradeReport, phases: dict[str, float]) -> None:
@@ -450,6 +450,10 @@ def _readable(w: Worker) -> bool:
     return not w.eof and bool(w.buf)
 
 
-def item_error(item: Item, stage: Stage, reason: str) -> GradeReport:
-    """The error report for `item` when the batch itself stopped it."""
-    return error_report(item.path, stage, reason, sha256=item.sha256 or "")
+def item_error(item: Item, stage: Stage, reason: str, exercise: str = "") -> GradeReport:
+    """The error report for `item` when the batch itself stopped it, a submission of `exercise` (grader.exercises;
+    "" for the default)."""
+    from grader import exercises
+
+    ex = exercises.get(exercise or exercises.DEFAULT)
+    return error_report(item.path, stage, reason, sha256=item.sha256 or "", exercise=ex.name, kernel=ex.kernel_name)
