@@ -60,9 +60,8 @@ WIDTH_HINT_TAIL = (
 
 class Rope(Exercise):
     """The page's interleaved RoPE (module docstring). Every method's docstring in grader.core.exercise says what
-    the harness passes; here, what RoPE answers. Extra fields for the hints (grader.feedback.hints):
-    division_hint_lead and division_hint_tail replace biasGeluFused's "look at your bias index first" and its
-    pitfall sentence in the division hint; width_hint_tail replaces the float4 advice of the 4-byte-loads hint."""
+    the harness passes; here, what RoPE answers. hint_texts gives the machine code's hints in RoPE's words
+    (grader.feedback.hints): the division hint's lead and pitfall sentence, the 4-byte-loads hint's advice."""
 
     name = "rope"
     kernel_name = "ropeInterleaved"

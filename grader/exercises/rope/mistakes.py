@@ -1,5 +1,5 @@
-"""Wrong RoPE named: which known mistake a wrong output of ropeInterleaved matches (grader.check.mistakes does the
-same for biasGeluFused, and its Mistake model is the answer here too).
+"""Wrong RoPE named: which known mistake a wrong output of ropeInterleaved matches (the Mistake model and
+the match rules are grader.check.mistakes', as for every exercise).
 
 A kernel that fails verification gets its output compared, in float64, with what each known mistake computes from
 the same inputs. The mistakes (MISTAKES, in the order they are tried; x0, x1 a pair, c, s its cos and sin, pos and
