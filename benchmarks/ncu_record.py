@@ -33,17 +33,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
-from grader.feedback.counters import (
+from grader.exercises import DEFAULT, get  # noqa: E402
+from grader.feedback.counters import (  # noqa: E402
     METRICS,
-    PROFILED_KERNELS,
     CountersUnavailable,
     parse_csv,
     profiled_child,
-    run_ncu,  # noqa: E402
+    profiled_kernels,
+    run_ncu,
 )
 from grader.feedback.source_counters import parse_rules, parse_source, run_source  # noqa: E402
 from grader.gpu.device import visible_gpus  # noqa: E402
 
+EXERCISE = get(DEFAULT)
+"""The exercise every recorded kernel answers (biasGeluFused)."""
 FILES = ("tests/data/hints/col_major.cu", "tests/data/hints/double.cu", "tests/data/hints/normcdf_scalar.cu",
          "tests/data/hints/normcdf.cu", "tests/data/hints/scalar.cu", "tests/data/hints/mod_cols.cu",
          "tests/data/silver/stride_float4.cu", "submissions/gold_float4.cu")
@@ -107,7 +110,8 @@ def record(path: str, tmp: Path, source_level: bool) -> int:
     stem, start = Path(path).stem, time.monotonic()
     log = tmp / f"h200_{stem}.csv"
     try:
-        run_ncu(profiled_child(str(ROOT / path)), kernels=PROFILED_KERNELS, metrics=METRICS, keep_log=log)
+        run_ncu(profiled_child(str(ROOT / path), EXERCISE), kernels=profiled_kernels(EXERCISE), metrics=METRICS,
+                keep_log=log)
         log.write_text(trimmed(log.read_text()))
     except (CountersUnavailable, ValueError) as err:
         print(f"{path}: {err}", flush=True)
@@ -118,7 +122,7 @@ def record(path: str, tmp: Path, source_level: bool) -> int:
         return 0
     start = time.monotonic()
     try:
-        source, details = run_source(profiled_child(str(ROOT / path)))
+        source, details = run_source(profiled_child(str(ROOT / path), EXERCISE), EXERCISE.kernel_name)
     except CountersUnavailable as err:
         print(f"{path}: source level: {err}", flush=True)
         return 1

@@ -2,7 +2,8 @@
 
 The chain kernels (chain.cu) are the grader's own, in grader.exercises.bias_gelu.page_kernels (the grader times and
 profiles them);
-this module adds the RoPE kernels (rope.cu), the bf16 GELUs (gelu_bf16.cu) and chain.cu's geluForms, and
+this module adds the RoPE kernels (rope.cu, the rope exercise's: grader/exercises/rope/rope.cu), the bf16 GELUs
+(gelu_bf16.cu) and chain.cu's geluForms, and
 compiles and loads the whole suite for the self-check. It builds on grader.exercises.bias_gelu.page_kernels' KernelDef
 and
 Version, whose byte counts come from each kernel's grader.core.launch.LaunchSpec (`values_per_elem`,
@@ -33,21 +34,22 @@ from grader.exercises.bias_gelu.page_kernels import (
     kernel_def,
     params,
 )
+from grader.exercises.rope import answers as rope_answers
 
-SOURCES = ("rope.cu", page_kernels.SOURCE, "gelu_bf16.cu")
+SOURCES = (rope_answers.SOURCE, page_kernels.SOURCE, "gelu_bf16.cu")
 
-_ROPE_PARAMS = params("in:ptr", "cos:ptr", "sin:ptr", "out:ptr", "pairs:u64", "halfDim:i32", "heads:i32", "seq:i32")
+_ROPE_PARAMS = rope_answers.PARAMS
 
 
 def _rope(name: str, width: int) -> KernelDef:
-    return kernel_def(name, "rope.cu", width, _ROPE_PARAMS, "flat", 2 * width, 2,
+    return kernel_def(name, rope_answers.SOURCE, width, _ROPE_PARAMS, "flat", 2 * width, 2,
                       "x read, out written (cos, sin tables: L2-resident, not counted)")
 
 
 def _rope_qk(width: int) -> KernelDef:
     qk = params("q:ptr", "k:ptr", "cos:ptr", "sin:ptr", "qOut:ptr", "kOut:ptr", "pairs:u64", "halfDim:i32",
                 "heads:i32", "seq:i32")
-    return kernel_def("ropeFusedQK", "rope.cu", width, qk, "flat", 2 * width, 4,
+    return kernel_def("ropeFusedQK", rope_answers.SOURCE, width, qk, "flat", 2 * width, 4,
                       "q, k read, q, k written, per element of q (tables read once)")
 
 
@@ -90,9 +92,12 @@ def all_kernels() -> list[KernelDef]:
 
 
 def source_text(source: str) -> str:
-    """The text of one of SOURCES (chain.cu from grader/gpu/kernels/, the others from reference_kernels/)."""
+    """The text of one of SOURCES (chain.cu and rope.cu from their exercises' folders, gelu_bf16.cu from
+    reference_kernels/)."""
     if source == page_kernels.SOURCE:
         return page_kernels.source_text()
+    if source == rope_answers.SOURCE:
+        return rope_answers.source_text()
     return files("reference_kernels").joinpath(source).read_text()
 
 

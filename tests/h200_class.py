@@ -177,7 +177,8 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
                f"{mine.gbs / one_float.gbs:.3f} x the one-float-per-thread copy")
     report.hints = [h.model_copy() for h in machine_hints(name)]
     if profiled and report.verdict == "fail":
-        report.counters = counters_of("ncu 2025.3.1.0", parse_csv((NCU / f"h200_{name}.csv").read_text()))
+        report.counters = counters_of("ncu 2025.3.1.0", parse_csv((NCU / f"h200_{name}.csv").read_text()),
+                                      BIAS_GELU)
         report.counters.why = "correct but slow: measured unasked (grade batch --counters-when-slow)"
     report.hints = rank_hints(report)
     report.flags = byte_count_flags(contract.row, contract.claim, rows=g["bench_rows"], cols=g["bench_cols"],

@@ -226,7 +226,7 @@ def test_the_first_hint_with_recorded_counters_is_the_expected_one(stem):
     report.hints = hints_for(c, report)
     assert (report.hints[0].kind if report.hints else "none") == expected(CAUSES / f"{stem}.cu")[0]
     source = NCU / f"h200_source_{stem}.csv"
-    report.counters = counters_of("ncu", parse_csv((NCU / f"h200_{stem}.csv").read_text()))
+    report.counters = counters_of("ncu", parse_csv((NCU / f"h200_{stem}.csv").read_text()), BIAS_GELU)
     if source.exists():
         from grader.feedback.launch_facts import param_roles
         from grader.feedback.source_counters import join, parse_source

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ended
+from grader.exercises import get
 from grader.feedback import counters
 from grader.feedback.counters import (
     LAUNCH_ORDER,
@@ -26,6 +27,7 @@ from grader.feedback.counters import (
 from grader.output.report import GradeReport, render_text
 
 DATA = Path(__file__).parent / "data" / "ncu"
+BIAS_GELU = get("bias_gelu")
 N = 61440 * 4096
 
 
@@ -43,7 +45,7 @@ def kc(read, write, l2=None, n=1000):
 
 
 def test_a_kernel_that_moves_the_model_has_no_complaint():
-    out = findings(kc(4.0, 3.9, l2=8.1), kc(4.0, 4.0))
+    out = findings(kc(4.0, 3.9, l2=8.1), kc(4.0, 4.0), BIAS_GELU)
     assert len(out) == 2 and "7.90 in all, against the model's 8 (0.988 of it)" in out[0]
     assert out[1].startswith("L2: 8.10 bytes per element")
 
@@ -55,12 +57,12 @@ def test_a_kernel_that_moves_the_model_has_no_complaint():
     (0.5, 4.0, "a kernel that skips work"),
 ])
 def test_findings_name_the_side_and_the_causes(read, write, words):
-    assert any(words in f for f in findings(kc(read, write), None))
+    assert any(words in f for f in findings(kc(read, write), None, BIAS_GELU))
 
 
 def test_no_ncu_is_one_line_not_an_error(monkeypatch):
     monkeypatch.setattr(counters, "find_ncu", lambda: None)
-    c = submission_counters("s.cu", 10, 1024)
+    c = submission_counters("s.cu", BIAS_GELU, 10, 1024)
     assert c.unavailable.startswith("no Nsight Compute here") and c.kernels == []
     from grader.feedback.counters import verdict_allows
 
@@ -115,7 +117,7 @@ def test_reasons_when_counters_cannot_be_read(tmp_path, body, words):
 def test_submission_counters_with_a_stand_in_ncu(tmp_path, monkeypatch):
     tool = fake_ncu(tmp_path, f'cp "{DATA / "raw.csv"}" "$log"; exit 0')
     monkeypatch.setattr(counters, "find_ncu", lambda: str(tool))
-    c = submission_counters("submissions/gold_float4.cu")  # the shape comes from the copy's grid
+    c = submission_counters("submissions/gold_float4.cu", BIAS_GELU)  # the shape comes from the copy's grid
     assert [k.label for k in c.kernels] == ["biasGeluFused", "copy, 16 B/thread"] and not c.unavailable
     assert c.findings[0].startswith("DRAM: 4.00 bytes read and 3.91 written per element")
     text = render_text(GradeReport(file="s.cu", verdict="gold", stage="grade", reason="0.96", counters=c))
@@ -151,13 +153,13 @@ def test_the_self_checks_launches_are_matched_in_order_and_settle_the_assumption
 def test_a_correct_kernel_beside_a_copy_that_left_dirty_lines_in_the_l2_is_not_flagged():
     # at a benchmark shape capped by free memory the L2 holds a larger share of out when the launch ends: the
     # copy's writes measure 3.75 per element, and so do a correct kernel's
-    out = findings(kc(4.0, 3.75), kc(4.0, 3.75))
+    out = findings(kc(4.0, 3.75), kc(4.0, 3.75), BIAS_GELU)
     assert not any("fewer bytes" in f for f in out), out
-    assert any("fewer bytes" in f for f in findings(kc(4.0, 3.3), kc(4.0, 3.75)))
+    assert any("fewer bytes" in f for f in findings(kc(4.0, 3.3), kc(4.0, 3.75), BIAS_GELU))
 
 
 def test_no_dram_bytes_at_all_is_a_finding_not_a_division_by_zero():
-    out = findings(kc(0.0, 0.0, l2=12.0), kc(4.0, 3.9))
+    out = findings(kc(0.0, 0.0, l2=12.0), kc(4.0, 3.9), BIAS_GELU)
     assert any("fewer bytes than a correct kernel must move" in f for f in out)
     assert any(f.startswith("L2: 12.00 bytes per element through the L2") for f in out)
 
@@ -186,7 +188,7 @@ def test_an_ncu_whose_version_hangs_is_one_line(tmp_path, monkeypatch):
     tool.write_text("#!/bin/sh\nsleep 3600\n")
     tool.chmod(0o755)
     monkeypatch.setattr(counters, "find_ncu", lambda: str(tool))
-    c = submission_counters("submissions/gold_float4.cu", 10, 1024)
+    c = submission_counters("submissions/gold_float4.cu", BIAS_GELU, 10, 1024)
     assert c.unavailable == "ncu --version did not finish within 0.5 s"
 
 
@@ -199,9 +201,39 @@ def test_the_reference_launches_are_found_under_the_names_ncu_gives_templates():
              "copyVec4(const float4 *, float4 *, unsigned long)", "copyScalar(const float *, float *, unsigned long)"]
     rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": "4096",
              "dram__bytes_write.sum": "4096", "gpu__time_duration.sum": "1000"} for name in names]
-    c = counters_of("ncu 2025.3.1.0", rows)
-    assert [k.label for k in c.kernels] == [*LAUNCH_ORDER, "copy, 16 B/thread", "copy, 1 float/thread"]
+    c = counters_of("ncu 2025.3.1.0", rows, BIAS_GELU)
+    assert [k.label for k in c.kernels] == ["biasGeluFused", *LAUNCH_ORDER, "copy, 16 B/thread", "copy, 1 float/thread"]
     assert c.kernels[0].elements == 64 * 256 * 4
     assert [kernel_base(n) for n in names] == ["biasGeluFused"] * 3 + ["copyVec4", "copyScalar"]
     assert kernel_base("void ns::biasGeluFused<4, float>(const float *)") == "biasGeluFused"
     assert kernel_base("biasGeluFusedX(const float *)") != "biasGeluFused"
+
+
+def test_ropes_launches_are_labelled_by_order_and_its_findings_speak_of_its_tables():
+    # rope's child launches ropeInterleaved (the student's), then ropeInterleavedVec2<4> (the model answer) and
+    # ropeInterleaved<1> (the page's answer): two names, told apart by the order of the launches
+    rope = get("rope")
+    names = ["ropeInterleaved(const float *, const float *, const float *, float *, unsigned long, int, int, int)",
+             "void ropeInterleavedVec2<4>(const float *, const float *, const float *, float *, unsigned long, int, "
+             "int, int)",
+             "void ropeInterleaved<1>(const float *, const float *, const float *, float *, unsigned long, int, int, "
+             "int)",
+             "fillDraw(float *, unsigned long, unsigned long)",
+             "copyVec4(const float4 *, float4 *, unsigned long)", "copyScalar(const float *, float *, unsigned long)"]
+    n = 64 * 256 * 4  # the 16-byte copy's grid: 64 blocks of 256 threads, 4 floats each
+    rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": str((8 if i == 0 else 4) * n),
+             "dram__bytes_write.sum": str(4 * n), "gpu__time_duration.sum": "1000"} for i, name in enumerate(names)]
+    c = counters_of("ncu 2025.3.1.0", rows, rope)
+    assert [k.label for k in c.kernels] == ["ropeInterleaved", *LAUNCH_ORDER, "copy, 16 B/thread",
+                                            "copy, 1 float/thread"]
+    assert c.yours.label == "ropeInterleaved" and c.model_bytes_per_elem == 8
+    over = next(f for f in c.findings if f.startswith("reads exceed"))
+    assert "cos and sin tables" in over and "bias" not in over
+    assert counters.profiled_kernels(rope) == "ropeInterleaved|ropeInterleavedVec2|copyVec4|copyScalar"
+    assert counters.profiled_kernels(BIAS_GELU) == "biasGeluFused|copyVec4|copyScalar"
+
+
+def test_the_child_is_told_its_exercise():
+    child = counters.profiled_child("submissions/rope/gold_wide.cu", get("rope"), 61440, 128)
+    assert child[1:3] == ["-m", "grader.pipeline.profiled"]
+    assert child[child.index("--exercise") + 1] == "rope" and child[-4:] == ["--rows", "61440", "--cols", "128"]

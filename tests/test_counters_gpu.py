@@ -6,7 +6,8 @@ graded report carries the student's part-3 chain rows."""
 import pytest
 
 from conftest import SUBMISSIONS
-from grader.feedback.counters import COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, YOURS, find_ncu, submission_counters
+from grader.exercises import get
+from grader.feedback.counters import COPY_SCALAR, COPY_VEC4, MODEL, PAGE_ANSWER, find_ncu, submission_counters
 from grader.pipeline.grade import add_counters, grade_file
 
 pytestmark = pytest.mark.gpu
@@ -16,11 +17,11 @@ pytestmark = pytest.mark.gpu
 def test_dram_bytes_per_element_match_the_model(gpu, name):
     if find_ncu() is None:
         pytest.skip("no Nsight Compute (ncu) here")
-    c = submission_counters(str(SUBMISSIONS / name))
+    c = submission_counters(str(SUBMISSIONS / name), get("bias_gelu"))
     if "ERR_NVGPUCTRPERM" in c.unavailable:
         pytest.skip(c.unavailable)
     assert not c.unavailable, c.unavailable
-    assert [k.label for k in c.kernels] == [YOURS, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR]
+    assert [k.label for k in c.kernels] == ["biasGeluFused", MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR]
     for k in c.kernels:  # every launch moves the model's bytes, coalesced
         assert k.dram_per_elem == pytest.approx(8.0, rel=0.02), c.findings
         assert k.sectors_per_request("st") == pytest.approx(k.bytes_per_thread_access, rel=0.01), k
@@ -47,3 +48,31 @@ def test_a_column_major_kernel_gets_its_counters_unasked_and_its_scattered_acces
         assert report.counters.unavailable and report.hints[0].kind == "unexplained"
         pytest.skip(report.counters.unavailable)
     assert report.counters.why.startswith("wanted because") and report.hints[0].kind == "scattered", report.hints
+
+
+def test_ropes_counters_profile_its_kernel_beside_its_answers(gpu):
+    # the counters take the exercise: the RoPE gold example is profiled beside rope.cu's model answer
+    # (ropeInterleavedVec2<4>, 8-byte accesses) and the page's answer (ropeInterleaved<1>), all at 8 bytes per element
+    if find_ncu() is None:
+        pytest.skip("no Nsight Compute (ncu) here")
+    c = submission_counters(str(SUBMISSIONS / "rope" / "gold_wide.cu"), get("rope"))
+    if "ERR_NVGPUCTRPERM" in c.unavailable:
+        pytest.skip(c.unavailable)
+    assert not c.unavailable, c.unavailable
+    assert [k.label for k in c.kernels] == ["ropeInterleaved", MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR]
+    for k in c.kernels:
+        assert k.dram_per_elem == pytest.approx(8.0, rel=0.03), (k.label, c.findings)
+    assert c.get(MODEL).bytes_per_thread_access == 8 and c.get(PAGE_ANSWER).bytes_per_thread_access == 4
+    assert not any("exceed" in f or "fewer bytes" in f for f in c.findings), c.findings
+
+
+def test_a_rope_grading_with_counters_ranks_its_hints_by_them(gpu):
+    path = str(SUBMISSIONS / "rope" / "page_scalar.cu")
+    report = grade_file(path, exercise_name="rope")
+    assert report.verdict in ("gold", "silver", "fail") and report.kernel == "ropeInterleaved", report.reason
+    add_counters(report, path, asked=True)
+    if find_ncu() is None or "ERR_NVGPUCTRPERM" in report.counters.unavailable:
+        pytest.skip(report.counters.unavailable or "no ncu")
+    assert not report.counters.unavailable, report.counters.unavailable
+    assert report.counters.yours.label == "ropeInterleaved"
+    assert not any("bias" in h.text or "erff" in h.text for h in report.hints), [h.text for h in report.hints]

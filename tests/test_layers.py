@@ -51,12 +51,14 @@ LAYERS = [
     ["grader.exercises.bias_gelu.chain"],
     ["grader.exercises.bias_gelu.exercise"],
     # the RoPE exercise (grader/exercises/rope/): its float64 RoPE, sizes and inputs, known mistakes, on-GPU side
-    ["grader.exercises.rope.reference"],
+    ["grader.exercises.rope.reference", "grader.exercises.rope.answers"],
     ["grader.exercises.rope.problem"],
     ["grader.exercises.rope.mistakes", "grader.exercises.rope.device"],
     ["grader.exercises.rope"],
     ["grader.pipeline.grade", "grader.output.gradescope", "grader.output.terminal", "grader.pipeline.watchdog",
-     "grader.pipeline.profiled", "grader.output.student_files"],
+     "grader.output.student_files"],
+    # the counters' child: the pipeline's front (grade.compile_submission, launch_spec), then its own launches
+    ["grader.pipeline.profiled"],
     # a class: what the batch, its pool and its workers say to each other (grader.batch.protocol), one worker process
     # per submission, the pool of them, finding the submissions, the batch command
     ["grader.batch.protocol", "grader.batch.people", "grader.batch.reply"],

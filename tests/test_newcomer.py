@@ -162,7 +162,8 @@ def test_sdist_holds_what_its_tests_need(tmp_path):
     with tarfile.open(src / "dist" / r.stdout.strip().splitlines()[-1]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     needed = {"tests/conftest.py", "tests/fake_gpu.py", "tests/fake_worker.py", "benchmarks/reference_perf.py",
-              "benchmarks/batch_throughput.py", "grader/gpu/kernels/inputs.cu", "reference_kernels/rope.cu"}
+              "benchmarks/batch_throughput.py", "grader/gpu/kernels/inputs.cu", "grader/exercises/rope/rope.cu",
+              "reference_kernels/gelu_bf16.cu"}
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")}
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "data").rglob("*.cu")}
     needed |= {str(p.relative_to(ROOT)) for p in SUBMISSIONS.glob("*.cu")}

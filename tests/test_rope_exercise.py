@@ -295,7 +295,12 @@ def test_the_texts_teach_the_pages_lessons():
     assert "index arithmetic first" in E.slow_hint and "float2" in E.slow_hint
     assert E.slow_hint.index("index arithmetic") < E.slow_hint.index("several pairs") < E.slow_hint.index("float2")
     assert "L2" in E.cached_text and "inflates GB/s" in E.cached_text and "in read once" in E.bytes_text
-    assert E.division_hint_lead == "look at your index arithmetic first" and "32-bit" in E.division_hint_tail
+    texts = E.hint_texts()
+    assert texts["division_lead"] == "look at your index arithmetic first" and "32-bit" in texts["division_tail"]
+    assert "float2" in texts["width_tail"]
+    said = E.counter_texts
+    assert "cos and sin tables" in said.reread and "bias" not in " ".join(vars(said).values())
+    assert E.cached == ("cosTab", "sinTab") and E.reference_names == ("ropeInterleaved", "ropeInterleavedVec2")
     assert "8 x 2^-24 (|x0| + |x1|) + 2^-147" in E.tolerance_text
 
 
@@ -398,3 +403,23 @@ def test_the_examples_are_a_gold_one_the_pages_and_two_wrong_ones():
     assert verdicts == {"gold_wide.cu": "GOLD on", "page_scalar.cu": "FAIL on", "half_split.cu": "FAIL verification",
                         "bhsd_position.cu": "FAIL verification"}
     assert "elems_per_thread = 4" in (EXAMPLES / "gold_wide.cu").read_text()
+
+
+def test_the_benchmark_problem_is_found_again_from_its_output_shape():
+    # the counters' child gets the graded shape as a report records it (bench_rows x bench_cols)
+    bench = E.bench_problem(140 * 2**30, 60 * 2**20)
+    assert E.problem(E.bench_dims(bench.rows, bench.cols)) == bench
+    with pytest.raises(ValueError, match="whole number of RoPE benchmark batches"):
+        E.bench_dims(bench.rows + 1, bench.cols)
+
+
+def test_the_profiled_answers_compile_with_the_pages_signature():
+    from grader.compile import kernel_cache
+    from grader.exercises.rope import answers
+
+    compiled = kernel_cache.compiled(answers.source_text(), answers.SOURCE, tuple(answers.ANSWERS.values()), "sm_90")
+    for expr in answers.ANSWERS.values():
+        info = compiled.kernels[expr]
+        assert [p.size for p in info.params] == [8, 8, 8, 8, 8, 4, 4, 4], expr
+        assert info.mangled.startswith("_Z") and expr.split("<")[0] in answers.NAMES
+    assert [p.name for p in answers.PARAMS][:4] == ["in", "cos", "sin", "out"]

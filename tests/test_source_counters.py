@@ -70,7 +70,7 @@ def test_a_transposed_store_is_named_with_its_line_and_buffer():
     rows = parse_source(page)[0]
     found = join(rows, {i.offset: i.line for i in body}, roles, "sm_90")
     assert {(i.op, i.buffer, i.line) for i in found} >= {("st", "out", 13), ("ld", "x", 12), ("ld", "bias", 12)}
-    bad = scattered_instructions(found)
+    bad = scattered_instructions(found, BIAS_GELU.cached)
     assert {(i.op, i.buffer) for i in bad} == {("st", "out"), ("ld", "x")}  # the bias load is left out
     store = next(i for i in bad if i.op == "st")
     assert store.per_request(store.sectors) == 32 and store.per_request(store.ideal) == 4
@@ -83,7 +83,7 @@ def test_a_cached_scalar_bias_load_is_no_scattered_traffic():
     found = join(parse_source(page)[0], {i.offset: i.line for i in body}, roles, "sm_90")
     bias = [i for i in found if i.buffer == "bias" and i.line in (23, 24, 25, 26)]
     assert len(bias) == 4 and all(i.sectors > 1.5 * i.ideal for i in bias)
-    assert scattered_instructions(found) == []  # so no scattered hint, whatever the aggregate says
+    assert scattered_instructions(found, BIAS_GELU.cached) == []  # so no scattered hint, whatever the aggregate says
 
 
 def test_the_hint_names_each_scattered_instruction():
@@ -99,12 +99,12 @@ def test_the_hint_names_each_scattered_instruction():
                                  nbytes=4, executed=1000, sectors=4000, ideal=4000),
              InstructionCounters(offset=0x3b0, sass="STG.E desc[UR4][R2.64], R5", line=12, buffer="out", op="st",
                                  nbytes=4, executed=1000, sectors=32000, ideal=4000)]
-    h = scattered_hint(m, cols, found)
+    h = scattered_hint(m, cols, found, BIAS_GELU)
     assert h.kind == "scattered" and h.lines == [11, 12]
     assert ("line 11, the load from x (LDG.E, 4 bytes per thread): each warp's loads touch 16.5 sectors where 4 "
             "would do") in h.text
     assert "line 12, the store to out (STG.E, 4 bytes per thread): each warp's stores touch 32.0 sectors" in h.text
-    assert scattered_hint(m, cols, found[1:2]) is None  # judged per instruction: none scattered, no hint
+    assert scattered_hint(m, cols, found[1:2], BIAS_GELU) is None  # judged per instruction: none scattered, no hint
 
 
 def test_rules_are_read_from_the_details_page():
@@ -167,4 +167,22 @@ def test_the_hints_agree_with_nsight_computes_rules_or_say_why_not(stem):
     excessive = [i for i in found if i.excessive]
     if any("uncoalesced" in r for r in rules):
         assert excessive, f"ncu calls {stem}'s accesses uncoalesced, its source page shows no excessive sectors"
-        assert all(i.buffer == "bias" for i in excessive if i not in scattered_instructions(found))
+        assert all(i.buffer == "bias" for i in excessive if i not in scattered_instructions(found, BIAS_GELU.cached))
+
+
+def test_each_exercise_leaves_out_its_own_cached_inputs_and_says_its_own_fix():
+    from grader.exercises import get
+    from test_worth import GRADINGS, recorded
+
+    rope = get("rope")
+    tables = [InstructionCounters(offset=0x100 + 16 * k, sass="LDG.E R3, desc[UR4][R8.64]", line=9, buffer=b, op="ld",
+                                  nbytes=4, executed=1000, sectors=16000, ideal=4000) for k, b in
+              enumerate(("cosTab", "sinTab", "bias"))]
+    assert [i.buffer for i in scattered_instructions(tables, rope.cached)] == ["bias"]
+    assert [i.buffer for i in scattered_instructions(tables, BIAS_GELU.cached)] == ["cosTab", "sinTab"]
+    g = GRADINGS["col_major"]
+    ms = {r["version"]: r["ms"] for r in g["table"]}
+    m = measured(recorded("col_major"), Times(ms["biasGeluFused"], ms[g["floor_version"]], ms["copy, 1 float/thread"]))
+    said = {ex.name: scattered_hint(m, g["bench_cols"], None, ex).text for ex in (rope, BIAS_GELU)}
+    assert said["rope"].endswith(rope.counter_texts.scatter_fix) and "row grid" not in said["rope"]
+    assert said["bias_gelu"].endswith(BIAS_GELU.counter_texts.scatter_fix) and "row grid" in said["bias_gelu"]

@@ -90,6 +90,9 @@ class Pointer:
     c_type: str
     output: bool = False
     about: str = ""
+    cached: bool = False
+    """An input every row (or every head) reads again, served by the caches, so the byte model leaves it out and
+    the counters do not count its loads as scattered (bias_gelu's bias, rope's tables)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,26 @@ class Problem:
     def n(self) -> int:
         """Elements of the output (rows x cols)."""
         return self.rows * self.cols
+
+
+@dataclass(frozen=True)
+class CounterTexts:
+    """What the counters' findings and hints say in an exercise's words (grader.feedback.counters,
+    grader.feedback.worth); the defaults name no exercise.
+
+    reread: the usual causes of reads over the byte model; loads: what a coalesced kernel's loads touch per
+    element ("x and a bias entry need 0.250"); fp64, xu: what follows "the FP64 (XU) pipe ran at N% of its peak
+    (ref: M%): " in the extra-work hint; scatter_fix: how to make a scattered kernel's warps access contiguous
+    memory."""
+
+    reread: str = ("an input is read more than once, or loads use only part of each 32-byte sector they fetch "
+                   "(strided or misaligned access)")
+    loads: str = "the inputs need 0.250"
+    fp64: str = ("the kernel computes in double. Its inputs and output are float; double math runs on the FP64 pipe, "
+                 "at a fraction of the float rate, with a conversion each way.")
+    xu: str = ("a math function costlier than it needs, conversions, or an integer division by a run-time value.")
+    scatter_fix: str = "Give consecutive threads of a warp consecutive elements, so that a warp reads and writes " \
+        "one contiguous piece of memory."
 
 
 class DeviceSide:
@@ -178,6 +201,9 @@ class Exercise:
     """What the byte model counts, for the byte-count flags ("x read once, out written once")."""
     cached_text: str = ""
     """What the byte model leaves out and why, for the byte-count flags."""
+    counter_texts: CounterTexts = CounterTexts()
+    reference_names: tuple[str, ...] = ()
+    """The functions' own names of the references' kernels (references), for ncu's --kernel-name filter."""
 
     @property
     def inputs(self) -> tuple[Pointer, ...]:
@@ -207,6 +233,11 @@ class Exercise:
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """The Problem of size `dims`."""
         raise NotImplementedError
+
+    def bench_dims(self, rows: int, cols: int) -> tuple[int, ...]:
+        """The dims of the benchmark Problem whose output is rows x cols (a report's bench_rows, bench_cols);
+        (rows, cols) where the dims are the output's shape. Raises ValueError when no benchmark Problem has it."""
+        return (rows, cols)
 
     def cached_bytes(self, problem: Problem) -> int:
         """Bytes of the inputs the byte model leaves out at `problem` (cache-resident: cached_text says why)."""
@@ -253,10 +284,18 @@ class Exercise:
         """The on-GPU side of the timed launches at `problem` (see DeviceSide)."""
         raise NotImplementedError
 
-    def profiled(self) -> dict | None:
-        """The kernels Nsight Compute profiles beside the submission (grader.pipeline.profiled): None when the
-        exercise has none (the counters then say so)."""
-        return None
+    @property
+    def cached(self) -> tuple[str, ...]:
+        """The roles of the cached inputs (Pointer.cached)."""
+        return tuple(p.name for p in self.pointers if p.cached)
+
+    def references(self, gpu, problem: Problem, buffers: dict[str, object]) -> dict[str, object]:
+        """The launches Nsight Compute profiles beside the submission (grader.pipeline.profiled): the model answer
+        (16-byte accesses) and the page's answer (4-byte accesses), each a no-argument launch (grader.core.launch.bind)
+        of a kernel named as the student's, compiled for gpu's arch and loaded, on `buffers` (DeviceSide.buffers)
+        at `problem`: {"model": launch, "page": launch}, or {} when the exercise has none (the counters then
+        compare the kernel with the copies alone)."""
+        return {}
 
     def chain(self, gpu, kernel, spec, launch_values, rng):
         """The exercise's part-3 table with the submission in it (a grader.timing.timer.Table), or None."""

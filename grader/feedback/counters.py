@@ -9,8 +9,9 @@ under CUDA_HOME/CUDA_PATH, or in the usual install folders), with caches flushed
   dram__bytes_read.sum, dram__bytes_write.sum   bytes read from and written to DRAM
   lts__t_bytes.sum                              bytes through the L2 (every request the SMs make of it)
 
-The child (`python -m grader.pipeline.profiled FILE --rows R --cols C`) compiles the submission (sandboxed, as always),
-fills x and bias at the benchmark shape, then launches the submission once and the 16-byte copy once. The
+The child (`python -m grader.pipeline.profiled FILE --exercise NAME --rows R --cols C`) compiles the submission
+(sandboxed, as always), draws the exercise's inputs at the benchmark shape, then launches the submission once and
+the 16-byte copy once. The
 counters never change a verdict; without `ncu`, or without permission to read the counters, the report says
 why in one line (NVIDIA's ERR_NVGPUCTRPERM: profiling needs root or the driver option
 NVreg_RestrictProfilingToAdminUsers=0, which /proc/driver/nvidia/params shows as RmProfilingAdminOnly: 0).
@@ -34,8 +35,9 @@ tests/data/ncu/):
   gpu__time_duration.sum                      the launch's time (ncu runs with --clock-control none, so the
                                               card's own clocks: the same times the grading measured)
 
-Findings, against the byte model (grader.exercises.bias_gelu: x read once, out written once, 8 bytes per element; the
-bias is one cols-float row read from cache):
+Findings, against the exercise's byte model (Exercise.floats_per_element: for both exercises 2 floats, 8 bytes per
+element, an input read once and out written once; bias_gelu's bias and rope's tables are read from cache), in the
+exercise's words (Exercise.counter_texts):
 - measured over the model by more than MODEL_SLACK: which side (reads or writes) and the usual causes;
 - measured under what a correct kernel must move (what the 16-byte copy moved on each side, less
   UNDER_SLACK): a kernel that skips work, or a measurement that did not see the launch;
@@ -60,9 +62,9 @@ from glob import glob
 from pathlib import Path
 
 from grader.core import exercise as course
+from grader.core.exercise import Exercise
 from grader.core.model import ReportModel
 from grader.core.procs import kill_group
-from grader.exercises import bias_gelu as exercise
 
 BYTE_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 """DRAM bytes read and written, L2 bytes: what `grade selfcheck --counters` reads of every reference kernel."""
@@ -218,7 +220,7 @@ class Counters(ReportModel):
 
     tool: str = ""
     kernels: list[KernelCounters] = []
-    model_bytes_per_elem: float = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
+    model_bytes_per_elem: float = course.COPY_FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
     findings: list[str] = []
     unavailable: str = ""
     why: str = ""
@@ -226,8 +228,14 @@ class Counters(ReportModel):
     instructions_unavailable: str = ""
 
     def get(self, label: str) -> KernelCounters | None:
-        """The launch labelled `label` (YOURS, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR), or None."""
+        """The launch labelled `label` (the kernel's name, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR), or None."""
         return next((k for k in self.kernels if k.label == label), None)
+
+    @property
+    def yours(self) -> KernelCounters | None:
+        """The submission's launch: the one not labelled as a reference or a copy (its label is the kernel's
+        name), or None."""
+        return next((k for k in self.kernels if k.label not in SAID), None)
 
 
 def find_ncu() -> str | None:
@@ -409,72 +417,90 @@ def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCou
 
 
 # --- the submission ----------------------------------------------------------------------------------------
-YOURS = exercise.KERNEL_NAME
 MODEL = "model answer, 16 B/thread"
 PAGE_ANSWER = "page's answer, 4 B/thread"
 COPY_VEC4 = "copy, 16 B/thread"
 COPY_SCALAR = "copy, 1 float/thread"
-LAUNCH_ORDER = (YOURS, MODEL, PAGE_ANSWER)
-"""The labels of the child's three launches of the exercise's kernel in the order it makes them
-(grader.pipeline.profiled): ncu
-names them alike, so the order tells them apart. The copies come after them (copyVec4, then copyScalar)."""
+LAUNCH_ORDER = (MODEL, PAGE_ANSWER)
+"""The labels of the child's launches of the references, in the order it makes them after the submission's
+(grader.pipeline.profiled): ncu names a reference as its function, which may be the student kernel's name, so the
+order of the launches named as the exercise's kernels (profiled_names) tells them apart: the submission's first,
+labelled with the kernel's name, then these. The copies come after them (copyVec4, then copyScalar)."""
 _COPIES = {"copyVec4": COPY_VEC4, "copyScalar": COPY_SCALAR}
-SAID = {YOURS: "yours", MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
+SAID = {MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: "the 16-byte copy",
         COPY_SCALAR: "the one-float copy"}
-"""How the findings name each launch."""
+"""How the findings name each launch but the submission's ("yours")."""
 
 
-PROFILED_KERNELS = "|".join((exercise.KERNEL_NAME, *_COPIES))
-"""ncu's --kernel-name regex for the profiled child's launches (it matches the function's own name)."""
+def said(label: str) -> str:
+    """How the findings name the launch labelled `label` (SAID; the submission's is "yours")."""
+    return SAID.get(label, "yours")
 
 
-def profiled_child(path: str, rows: int | None = None, cols: int | None = None, device: int = 0) -> list[str]:
-    """The command line of the child ncu profiles (grader.pipeline.profiled) for the submission at `path` at rows x cols
-    (None: the card's benchmark shape) on CUDA device `device`."""
-    child = [sys.executable, "-m", "grader.pipeline.profiled", str(Path(path).resolve()), "--device", str(device)]
+def profiled_names(ex: Exercise) -> tuple[str, ...]:
+    """The functions' names of the child's launches of the submission and the references (Exercise.references),
+    each once."""
+    return tuple(dict.fromkeys((ex.kernel_name, *ex.reference_names)))
+
+
+def profiled_kernels(ex: Exercise) -> str:
+    """ncu's --kernel-name regex for the profiled child's launches (it matches the function's own name)."""
+    return "|".join((*profiled_names(ex), *_COPIES))
+
+
+def profiled_child(path: str, ex: Exercise, rows: int | None = None, cols: int | None = None,
+                   device: int = 0) -> list[str]:
+    """The command line of the child ncu profiles (grader.pipeline.profiled) for the submission at `path` to
+    exercise `ex` at rows x cols (None: the card's benchmark shape) on CUDA device `device`."""
+    child = [sys.executable, "-m", "grader.pipeline.profiled", str(Path(path).resolve()), "--exercise", ex.name,
+             "--device", str(device)]
     return child + (["--rows", str(rows), "--cols", str(cols)] if rows and cols else [])
 
 
-def submission_counters(path: str, rows: int | None = None, cols: int | None = None, device: int = 0,
+def submission_counters(path: str, ex: Exercise, rows: int | None = None, cols: int | None = None, device: int = 0,
                         on_start=None) -> Counters:
-    """Profile one launch each of the submission at `path`, the model answer, the page's answer and the two
-    copies at rows x cols (the graded benchmark shape; None: the card's benchmark shape, for a kernel that was
-    not timed) in a child process under ncu (grader.pipeline.profiled); return the counters and findings. on_start: as
-    for run_ncu. Never raises (but a KeyboardInterrupt passes through): when the counters cannot be read,
-    `unavailable` says why."""
+    """Profile one launch each of the submission at `path` (to exercise `ex`), the model answer, the page's answer
+    and the two copies at rows x cols (the graded benchmark shape; None: the card's benchmark shape, for a kernel
+    that was not timed) in a child process under ncu (grader.pipeline.profiled); return the counters and findings.
+    on_start: as for run_ncu. Never raises (but a KeyboardInterrupt passes through): when the counters cannot be
+    read, `unavailable` says why."""
     try:
-        tool, rows_ = run_ncu(profiled_child(path, rows, cols, device), kernels=PROFILED_KERNELS, on_start=on_start,
-                              metrics=METRICS)
+        tool, rows_ = run_ncu(profiled_child(path, ex, rows, cols, device), kernels=profiled_kernels(ex),
+                              on_start=on_start, metrics=METRICS)
     except CountersUnavailable as err:
         return Counters(unavailable=str(err))
-    return counters_of(tool, rows_, (rows or 0) * (cols or 0))
+    return counters_of(tool, rows_, ex, (rows or 0) * (cols or 0))
 
 
-def counters_of(tool: str, rows: list[dict[str, str]], elements: int = 0) -> Counters:
-    """The Counters of the child's profiled launches (`rows`, parse_csv's, in launch order): the kernel'sed
-    launches labelled by LAUNCH_ORDER, the copies by their kernel's name, each once; `elements` per launch is
-    worked out from the 16-byte copy's grid, else taken as given."""
+def counters_of(tool: str, rows: list[dict[str, str]], ex: Exercise, elements: int = 0) -> Counters:
+    """The Counters of the child's profiled launches of exercise `ex` (`rows`, parse_csv's, in launch order): the
+    launches named as the exercise's kernels (profiled_names) labelled in order by the kernel's name and
+    LAUNCH_ORDER, the copies by their kernel's name, each once; `elements` per launch is worked out from the
+    16-byte copy's grid, else taken as given."""
     n = _launched(rows) or elements
     picked: dict[str, KernelCounters] = {}
-    order = iter(LAUNCH_ORDER)
+    labels = (ex.kernel_name, *LAUNCH_ORDER)
+    order, names = iter(labels), profiled_names(ex)
     for row in rows:
         name = kernel_base(row.get("Kernel Name", ""))
-        label = next(order, None) if name == exercise.KERNEL_NAME else _COPIES.get(name)
+        label = next(order, None) if name in names else _COPIES.get(name)
         if label is not None and label not in picked:
             picked[label] = kernel_counters(label, row, n)
-    kernels = [picked[k] for k in (*LAUNCH_ORDER, COPY_VEC4, COPY_SCALAR) if k in picked]
-    if YOURS not in picked:
-        return Counters(tool=tool, kernels=kernels, unavailable="ncu profiled no launch of the submission's kernel")
-    c = Counters(tool=tool, kernels=kernels)
-    c.findings = findings(picked[YOURS], picked.get(COPY_VEC4)) + access_findings(c)
+    kernels = [picked[k] for k in (*labels, COPY_VEC4, COPY_SCALAR) if k in picked]
+    model = ex.floats_per_element * course.BYTES_PER_FLOAT
+    if ex.kernel_name not in picked:
+        return Counters(tool=tool, kernels=kernels, model_bytes_per_elem=model,
+                        unavailable="ncu profiled no launch of the submission's kernel")
+    c = Counters(tool=tool, kernels=kernels, model_bytes_per_elem=model)
+    c.findings = findings(picked[ex.kernel_name], picked.get(COPY_VEC4), ex) + access_findings(c, ex)
     return c
 
 
 def kernel_base(name: str) -> str:
     """The function's own name in ncu's demangled "Kernel Name": "kernel" of
     "kernel(const float *, ...)" and of a template's "void kernel<4>(const float *, ...)" (how ncu
-    names the model answer and the page's answer, templates of grader/exercises/bias_gelu/chain.cu; on the H200 a
-    startswith test missed both, so no hint had a reference to be measured against)."""
+    names the model answer and the page's answer, templates such as grader/exercises/bias_gelu/chain.cu's; on the
+    H200 a startswith test missed both, so no hint had a reference to be measured against)."""
     head = name.split("(", 1)[0].split("<", 1)[0].strip()
     return head.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
 
@@ -500,16 +526,16 @@ def verdict_allows(report) -> str:
     return ""
 
 
-def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
-    """What the counters say of the byte model (module docstring), as sentences for the report.
+def findings(yours: KernelCounters, copy: KernelCounters | None, ex: Exercise) -> list[str]:
+    """What the counters say of exercise `ex`'s byte model (module docstring), as sentences for the report.
 
     yours, copy: the submission's launch and the 16-byte copy's, in bytes (per element: KernelCounters).
-    Over the model: a side (reads or writes) above 4 x (1 + MODEL_SLACK) bytes per element. Under it: a side
-    below (1 - UNDER_SLACK) x what the copy moved on that side in the same process (4 bytes per element where
-    the copy was not measured). The copy is the yardstick because a correct kernel moves what it moves, and
-    its measured writes sit under 4 (the L2 still holds dirty lines when a launch ends: up to the L2's size,
+    Over the model: a side (reads or writes) above half the model (4 bytes) x (1 + MODEL_SLACK) per element.
+    Under it: a side below (1 - UNDER_SLACK) x what the copy moved on that side in the same process (4 bytes per
+    element where the copy was not measured). The copy is the yardstick because a correct kernel moves what it
+    moves, and its measured writes sit under 4 (the L2 still holds dirty lines when a launch ends: up to the L2's size,
     1/16 of a buffer at the benchmark shape)."""
-    model = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
+    model = ex.floats_per_element * course.BYTES_PER_FLOAT
     side = model / 2
     read, write = yours.per_elem(yours.dram_read), yours.per_elem(yours.dram_write)
     if read is None or write is None:
@@ -527,9 +553,7 @@ def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
     out.append(f"DRAM: {read:.2f} bytes read and {write:.2f} written per element, {total:.2f} in all, against the "
                f"model's {model:g} ({total / model:.3f} of it){copy_text}")
     if read > side * (1 + MODEL_SLACK):
-        out.append(f"reads exceed the model ({read:.2f} > {side:g} bytes per element): x is read more than once, "
-                   "or loads use only part of each 32-byte sector they fetch (strided or misaligned access), or "
-                   "the bias is fetched from DRAM per element (an index that defeats the cache)")
+        out.append(f"reads exceed the model ({read:.2f} > {side:g} bytes per element): {ex.counter_texts.reread}")
     if write > side * (1 + MODEL_SLACK):
         out.append(f"writes exceed the model ({write:.2f} > {side:g} bytes per element): out is written more than "
                    "once, or stores fill only part of each 32-byte sector (partial writes DRAM must merge)")
@@ -548,8 +572,8 @@ def findings(yours: KernelCounters, copy: KernelCounters | None) -> list[str]:
 def ideal_sectors(k: KernelCounters, side: str) -> float | None:
     """Sectors per warp request of a coalesced access as wide as `k`'s (side "ld" or "st"): a warp's request
     covers 32 threads x the bytes each thread moves; those bytes are what the kernel must move per element
-    (loads: x and a bias entry, 8 bytes; stores: out, 4) times elements per request, over 32 bytes a sector.
-    4 for one float per thread, 16 for a float4."""
+    (loads: 8 bytes, bias_gelu's x and a bias entry, rope's in and half its pair's cos and sin; stores: out, 4)
+    times elements per request, over 32 bytes a sector. 4 for one float per thread, 16 for a float4."""
     requests = k.ld_requests if side == "ld" else k.st_requests
     need = 2 * course.BYTES_PER_FLOAT if side == "ld" else course.BYTES_PER_FLOAT
     if not requests or not k.elements:
@@ -557,20 +581,20 @@ def ideal_sectors(k: KernelCounters, side: str) -> float | None:
     return need * k.elements / requests / SECTOR_BYTES
 
 
-def access_findings(c: Counters) -> list[str]:
+def access_findings(c: Counters, ex: Exercise) -> list[str]:
     """One sentence each, from what ncu read beyond bytes (module docstring): sectors per request against a
     coalesced access of the same width, warp instructions per element against the page's answer and the model
     answer, issue slots and the busiest pipe, the memory units and resident warps, and the launches' times.
     Sentences whose counters ncu did not give are left out."""
-    k, model, page = c.get(YOURS), c.get(MODEL), c.get(PAGE_ANSWER)
+    k, model, page = c.yours, c.get(MODEL), c.get(PAGE_ANSWER)
     out = []
     ld, st = k.sectors_per_request("ld"), k.sectors_per_request("st")
     ideal_ld, ideal_st = ideal_sectors(k, "ld"), ideal_sectors(k, "st")
     if ld is not None and st is not None and ideal_ld and ideal_st:
         out.append(f"accesses: each warp's loads touched {ld:.1f} sectors per request and its stores {st:.1f}, where "
                    f"coalesced accesses as wide as yours touch {ideal_ld:.0f} and {ideal_st:.0f} "
-                   f"({k.per_elem(k.ld_sectors):.3f} and {k.per_elem(k.st_sectors):.3f} sectors per element; x and "
-                   "a bias entry need 0.250, out 0.125)")
+                   f"({k.per_elem(k.ld_sectors):.3f} and {k.per_elem(k.st_sectors):.3f} sectors per element; "
+                   f"{ex.counter_texts.loads}, out 0.125)")
     ipe = k.instructions_per_elem
     if ipe is not None:
         refs = [f"{SAID[r.label]} {r.instructions_per_elem:.2f}" for r in (page, model)
@@ -585,7 +609,7 @@ def access_findings(c: Counters) -> list[str]:
         units = ", ".join(f"{u} {v:.0f}%" for u, v in sorted(k.memory.items(), key=lambda kv: -kv[1]))
         warps = f"; warps resident {k.warps_pct:.0f}% of what the SMs hold" if k.warps_pct is not None else ""
         out.append(f"memory units, % of peak throughput: {units}{warps}")
-    times = [f"{SAID.get(x.label, x.label)} {x.duration_ns / 1e6:.3f}" for x in c.kernels if x.duration_ns]
+    times = [f"{said(x.label)} {x.duration_ns / 1e6:.3f}" for x in c.kernels if x.duration_ns]
     if times:
         out.append("times under ncu, ms: " + ", ".join(times))
     return out

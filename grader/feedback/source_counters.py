@@ -33,7 +33,6 @@ import re
 import tempfile
 from pathlib import Path
 
-from grader.exercises import bias_gelu as exercise
 from grader.feedback import counters as ncu
 from grader.feedback.counters import CountersUnavailable, InstructionCounters
 from grader.feedback.launch_facts import buffer, param_roles
@@ -131,19 +130,19 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
     return out
 
 
-def run_source(child: list[str], timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None, on_start=None
-               ) -> tuple[str, str]:
-    """Profile the first launch of the exercise's kernel in `child` (an argv, grader.feedback.counters.profiled_child)
-    with
-    SECTIONS and return (the source page's CSV, the details page's CSV) (module docstring). Raises
-    CountersUnavailable with the reason (no ncu, no permission, a failed or timed-out run)."""
+def run_source(child: list[str], kernel: str, timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None,
+               on_start=None) -> tuple[str, str]:
+    """Profile the first launch of the function `kernel` (the exercise's kernel, the submission's launch) in
+    `child` (an argv, grader.feedback.counters.profiled_child) with SECTIONS and return (the source page's CSV, the
+    details page's CSV) (module docstring). Raises CountersUnavailable with the reason (no ncu, no permission, a
+    failed or timed-out run)."""
     path = ncu_path or ncu.find_ncu()
     if path is None:
         raise CountersUnavailable("no Nsight Compute here (`ncu` not on PATH, CUDA_HOME or the usual folders)")
     with tempfile.TemporaryDirectory(prefix="grade-ncu-src-") as tmp:
         rep, err = Path(tmp) / "source", Path(tmp) / "stderr.txt"
         cmd = [path, *(a for s in SECTIONS for a in ("--section", s)), "--cache-control", "all", "--clock-control",
-               "none", "--kernel-name", exercise.KERNEL_NAME, "--launch-count", "1", "--export", str(rep),
+               "none", "--kernel-name", kernel, "--launch-count", "1", "--export", str(rep),
                "--force-overwrite", *child]
         _, code = ncu._run(cmd, tmp, timeout_s, "ncu (source counters)", on_start, stderr=err)
         problem = ncu._ncu_problem(ncu._tail(err, 4096))
@@ -171,7 +170,8 @@ def source_instructions(path: str, rows: int | None, cols: int | None, arch: str
     from grader.source.read import read_submission
 
     try:
-        source, details = run_source(ncu.profiled_child(path, rows, cols, device), on_start=on_start)
+        source, details = run_source(ncu.profiled_child(path, ex, rows, cols, device), ex.kernel_name,
+                                     on_start=on_start)
     except CountersUnavailable as err:
         return [], str(err)
     if keep is not None:

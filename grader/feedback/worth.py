@@ -47,7 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.core import exercise
-from grader.feedback.counters import MODEL, PAGE_ANSWER, YOURS, Counters, InstructionCounters, KernelCounters
+from grader.core.exercise import CounterTexts, Exercise
+from grader.feedback.counters import MODEL, PAGE_ANSWER, Counters, InstructionCounters, KernelCounters
 from grader.feedback.hint import LITTLE, Hint, HintKind
 
 ETA = 0.9
@@ -154,7 +155,7 @@ def measured(counters: Counters | None, times: Times | None) -> Measured | None:
     time or a reference launch."""
     if counters is None or counters.unavailable or times is None:
         return None
-    yours = counters.get(YOURS)
+    yours = counters.yours
     if yours is None or not yours.duration_ns:
         return None
     width = yours.bytes_per_thread_access
@@ -166,23 +167,27 @@ def measured(counters: Counters | None, times: Times | None) -> Measured | None:
 
 
 MODEL_FLOATS = 4
-"""Floats per thread of the model answer (the exercise's kernel at 4 floats per thread); the page's answer moves one."""
+"""Floats per access of a 16-byte access (bias_gelu's model answer, the 16-byte copy); the page's answer moves one.
+ref_instructions reads the model answer's own width from its counters (rope's moves 2, a float2)."""
 
 
 def ref_instructions(counters: Counters, width: float | None, ref: KernelCounters) -> float | None:
     """Warp instructions per element of a reference that moves the kernel's `width` bytes per access: the page's
     answer's (1 float) or the model answer's (4) at those widths, and between them the two fitted to a + b / f, f the
     floats per access (a thread's fixed instructions, its index and exit, spread over its f elements): a float2 body
-    is judged against what a float2 version of the page's kernel would execute, not against the float4 one's."""
+    is judged against what a float2 version of the page's kernel would execute, not against the float4 one's. The
+    model answer's floats per access are its own measured width (MODEL_FLOATS where it was not measured)."""
     page, model = counters.get(PAGE_ANSWER), counters.get(MODEL)
     floats = width / exercise.BYTES_PER_FLOAT if width else None
-    if page is None or model is None or floats is None or not 1 < floats < MODEL_FLOATS:
+    model_width = model.bytes_per_thread_access if model is not None else None
+    most = round(model_width / exercise.BYTES_PER_FLOAT) if model_width else MODEL_FLOATS
+    if page is None or model is None or floats is None or not 1 < floats < most:
         return ref.instructions_per_elem
     ipe_page, ipe_model = page.instructions_per_elem, model.instructions_per_elem
     if ipe_page is None or ipe_model is None:
         return ref.instructions_per_elem
-    b = (ipe_page - ipe_model) / (1 - 1 / MODEL_FLOATS)
-    return ipe_model + b * (1 / floats - 1 / MODEL_FLOATS)
+    b = (ipe_page - ipe_model) / (1 - 1 / most)
+    return ipe_model + b * (1 / floats - 1 / most)
 
 
 def _estimate(h: Hint, times: Times, after: float | None, basis: str, bound: bool = False) -> Hint:
@@ -266,11 +271,13 @@ def _ref_name(m: Measured) -> str:
     return "the page's answer" if m.ref.label == PAGE_ANSWER else "the model answer"
 
 
-def scattered_instructions(instructions: list[InstructionCounters]) -> list[InstructionCounters]:
-    """The loads of x and stores to out (or of a buffer not known) among `instructions` (Nsight Compute's
-    source-level counters, grader.feedback.source_counters) whose L2 sectors are over SCATTER_X x the ideal for
-    their own width. A bias load is left out: bias is one row every row reads, served by the L1."""
-    return [i for i in instructions if i.op in ("ld", "st") and i.buffer != "bias" and i.sectors and i.ideal
+def scattered_instructions(instructions: list[InstructionCounters], cached: tuple[str, ...] = ()
+                           ) -> list[InstructionCounters]:
+    """The loads and stores (of a buffer not known too) among `instructions` (Nsight Compute's source-level
+    counters, grader.feedback.source_counters) whose L2 sectors are over SCATTER_X x the ideal for their own width.
+    Loads of the `cached` inputs (Exercise.cached: bias_gelu's bias, one row every row reads, rope's tables) are
+    left out: the L1 serves them."""
+    return [i for i in instructions if i.op in ("ld", "st") and i.buffer not in cached and i.sectors and i.ideal
             and i.sectors > SCATTER_X * i.ideal]
 
 
@@ -288,15 +295,15 @@ def access_suspect(c: Counters | None) -> bool:
     """Whether `c`'s aggregate sectors per element (loads or stores) pass SCATTER_X x a coalesced kernel's: then
     the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its
     line."""
-    k = c.get(YOURS) if c is not None and not c.unavailable else None
+    k = c.yours if c is not None and not c.unavailable else None
     if k is None:
         return False
     ld, st = k.per_elem(k.ld_sectors), k.per_elem(k.st_sectors)
     return (ld is not None and ld > SCATTER_X * LD_NEED) or (st is not None and st > SCATTER_X * ST_NEED)
 
 
-def scattered_hint(m: Measured, cols: int | None, instructions: list[InstructionCounters] | None = None
-                   ) -> Hint | None:
+def scattered_hint(m: Measured, cols: int | None, instructions: list[InstructionCounters] | None = None,
+                   ex: Exercise | None = None) -> Hint | None:
     """The scattered-access hint when loads or stores touch over SCATTER_X x the sectors per element a
     coalesced kernel's do (LD_NEED, ST_NEED) and the L2 carries over SCATTER_X x the reference's bytes per element
     (sectors the L1 serves, such as a bias row read 16 bytes apart across a warp, cost no DRAM or L2 traffic:
@@ -307,16 +314,14 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
     from grader.feedback.counters import ideal_sectors
 
     if instructions:
-        bad = scattered_instructions(instructions)
+        bad = scattered_instructions(instructions, ex.cached if ex else ())
         if not bad:
             return None
         more = len(bad) - SCATTERED_NAMED
         text = ("scattered accesses (from the counters, per instruction): "
                 + "; ".join(_named(i) for i in bad[:SCATTERED_NAMED]) + (f"; and {more} more" if more > 0 else "")
                 + ". Consecutive threads of a warp access addresses 32 bytes or more apart, so each 32-byte sector "
-                "brings one useful float. Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the "
-                "column from blockIdx.x and threadIdx.x), so that a warp reads and writes one contiguous piece of a "
-                "row.")
+                "brings one useful float. " + _texts(ex).scatter_fix)
         lines = sorted({i.line for i in bad if i.line})
         return _estimate(Hint(text=text, kind=HintKind.SCATTERED, lines=lines), m.times,
                          m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
@@ -340,9 +345,8 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
         " and ".join(f"{s[4]:.3f}" for s in sides) + " do"
     apart = f" (down a column of this {cols}-column matrix they are {cols * 4 / 1024:g} KiB apart)" if cols else ""
     text = (f"scattered accesses (from the counters): {said} ({per}): consecutive threads of a warp access addresses "
-            f"32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. Map threadIdx.x to the "
-            "column (the page's row grid: blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so that a "
-            "warp reads and writes one contiguous piece of a row.")
+            f"32 bytes or more apart, so each 32-byte sector brings one useful float{apart}. "
+            + _texts(ex).scatter_fix)
     return _estimate(Hint(text=text, kind=HintKind.SCATTERED), m.times,
                      m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
@@ -353,7 +357,12 @@ def _work_per_elem(k: KernelCounters, idle: float) -> float | None:
     return None if ipe is None else ipe - (idle / k.elements if k.elements else 0.0)
 
 
-def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
+def _texts(ex: Exercise | None) -> CounterTexts:
+    """`ex`'s words for the counters' hints (Exercise.counter_texts; without an exercise, words that name none)."""
+    return ex.counter_texts if ex is not None else CounterTexts()
+
+
+def work_hint(m: Measured, idle: float = 0.0, ex: Exercise | None = None) -> Hint | None:
     """The extra-work hint when the kernel executes over WORK_X x its reference's warp instructions per element
     (less `idle`, the instructions of warps with no element: the idle fact's), naming the FP64 pipe (double
     math) or the XU pipe (special functions, conversions) where the kernel's runs well above the reference's;
@@ -372,15 +381,10 @@ def work_hint(m: Measured, idle: float = 0.0) -> Hint | None:
     fp64 = (k.pipes.get("fp64", 0.0), ref.pipes.get("fp64", 0.0))
     xu = (k.pipes.get("xu", 0.0), ref.pipes.get("xu", 0.0))
     if fp64[0] >= PIPE_BUSY_PCT and fp64[0] > PIPE_OVER_REF * fp64[1]:
-        text += (f". The FP64 pipe ran at {fp64[0]:.0f}% of its peak ({name}: {fp64[1]:.0f}%): the kernel computes "
-                 "in double. x, bias and out are float, and 0.5f * v * (1.0f + erff(v * 0.70710678f)) is the exact "
-                 "GELU in float; double math runs on the FP64 pipe, at a fraction of the float rate, with a "
-                 "conversion each way.")
+        text += f". The FP64 pipe ran at {fp64[0]:.0f}% of its peak ({name}: {fp64[1]:.0f}%): {_texts(ex).fp64}"
     elif xu[0] >= PIPE_BUSY_PCT and xu[0] > PIPE_OVER_REF * xu[1]:
         text += (f". The XU pipe (special functions and conversions) ran at {xu[0]:.0f}% of its peak ({name}: "
-                 f"{xu[1]:.0f}%): a math function costlier than erff (normcdff, expf, powf, a float division), "
-                 "conversions, or an integer division by a run-time value. The exact GELU in float is "
-                 "0.5f * v * (1.0f + erff(v * 0.70710678f)).")
+                 f"{xu[1]:.0f}%): {_texts(ex).xu}")
     else:
         text += ". Take work out of the per-element path: index arithmetic, divisions, loops, branches."
     return _estimate(Hint(text=text, kind=HintKind.WORK), m.times, work_after(m, idle), COUNTERS)
@@ -429,14 +433,15 @@ what wider accesses would save). Chosen: well outside the timing's noise (0.5% s
 
 
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
-         no_counters: str = "") -> list[Hint]:
+         no_counters: str = "", ex: Exercise | None = None) -> list[Hint]:
     """`hints` (from the machine code and the launch; earlier ranked ones too: the hints made here are made
     again) with their estimates, plus the counters' hints (scattered accesses, extra work, few warps) where
     `counters` measured the kernel beside a reference, or the "unexplained" hint without them (`no_counters`: why
     there are none); sorted by the time saved, largest first, then those without an estimate in their order; the
     first marked with the second's kind where the two estimates are within TIE (`tie`). `times`: the grading's
     (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
-    for the scattered hint's stride."""
+    for the scattered hint's stride. `ex`: the exercise, for its words (Exercise.counter_texts) and its cached
+    inputs."""
     code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
@@ -448,12 +453,12 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     out = [_costed(h, times, m, width_copy) for h in code]
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
-        made = [scattered_hint(m, cols, counters.instructions)]
+        made = [scattered_hint(m, cols, counters.instructions, ex)]
         if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
             made.append(occupancy_hint(m))
         if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT):
             idle = next((h.facts for h in code if h.kind == HintKind.IDLE), {})
-            made.append(work_hint(m, idle.get("idle_instructions", 0.0)))
+            made.append(work_hint(m, idle.get("idle_instructions", 0.0), ex))
     else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
         narrow = scalar or any(0 < h.facts.get("vector", MODEL_FLOATS) < MODEL_FLOATS for h in code)
         explained = sum(h.saved_ms for h in static)

@@ -130,18 +130,32 @@ def grade_file(path: str, *, arch: str | None = None, seed: int | None = None, d
     check_arch(out.target, gpu.info.name if gpu else None)
     try:
         stage(Stage.COMPILE)
-        out.compiled = compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), out.target,
-                                       lineinfo=True)
-        info = out.compiled.kernels[ex.kernel_name]
-        out.sass = Reading(out.compiled.cubin, info.mangled)  # the disassembler runs while the GPU works
-        widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
-                              source_signature(sub.text, ex.kernel_name), ex.kernel_name)
+        out.compiled = compile_submission(sub, ex, out.target)
+        out.sass = Reading(out.compiled.cubin, out.compiled.kernels[ex.kernel_name].mangled)  # runs while the GPU works
+        spec = launch_spec(sub, out.compiled, ex)
         if gpu is not None:
             with capture_stdout(out.printed):  # a kernel's printf must not reach the report's stream
-                _run_on_gpu(gpu, sub.contract.launch_spec(widths), out, stage)
+                _run_on_gpu(gpu, spec, out, stage)
     except (SubmissionError, WrongOutput, Busy) as err:
         out.stopped = err
     return assemble(out)
+
+
+def compile_submission(sub: Submission, ex: Exercise, target: str) -> Compiled:
+    """Stage compile of the pipeline's one front (grade_file; the counters' child, grader.pipeline.profiled): the
+    submission's kernel `ex.kernel_name` compiled for `target` ("sm_90") with line info, sandboxed
+    (grader.compile.nvrtc). Raises SubmissionError(Stage.COMPILE) for the student's compile errors."""
+    return compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), target, lineinfo=True)
+
+
+def launch_spec(sub: Submission, compiled: Compiled, ex: Exercise) -> LaunchSpec:
+    """The submission's launch: its contract (grader.source.contract) with the parameter widths the cubin gives,
+    checked against its source's signature (grader.source.signature.check_params). Raises SubmissionError
+    (stage contract) when they disagree."""
+    info = compiled.kernels[ex.kernel_name]
+    widths = check_params(sub.contract, [(p.ptx_type, p.size) for p in info.params],
+                          source_signature(sub.text, ex.kernel_name), ex.kernel_name)
+    return sub.contract.launch_spec(widths)
 
 
 def _run_on_gpu(gpu: Gpu, spec: LaunchSpec, out: Outcome, stage: Callable[[Stage], None]) -> None:
@@ -312,9 +326,10 @@ def rank_hints(report: GradeReport) -> list[Hint]:
     were measured, its counters; a failed kernel with no hint at all gets its exercise's slow_hint."""
     c = report.counters
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
-    hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none)
+    ex = exercises.get(report.exercise or exercises.DEFAULT)
+    hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none, ex=ex)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
-        hints.append(Hint(text=exercises.get(report.exercise or exercises.DEFAULT).slow_hint, kind=HintKind.SLOW))
+        hints.append(Hint(text=ex.slow_hint, kind=HintKind.SLOW))
     return hints
 
 
@@ -333,15 +348,13 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     if not why:
         return
     ex = exercises.get(report.exercise or exercises.DEFAULT)
-    blocked = verdict_allows(report) or ("" if ex.profiled() else
-                                         f"the counters' profiled launches exist for "
-                                         f"{exercises.DEFAULT} only, not yet for the {ex.name} exercise")
+    blocked = verdict_allows(report)
     if blocked:
         report.counters = Counters(unavailable=blocked)
     else:
         if before is not None:
             before()
-        report.counters = submission_counters(path, report.bench_rows, report.bench_cols, device=device,
+        report.counters = submission_counters(path, ex, report.bench_rows, report.bench_cols, device=device,
                                               on_start=on_start)
         if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
             report.counters.instructions, report.counters.instructions_unavailable = source_instructions(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.core import exercise as course
-from grader.core.exercise import Exercise, Pointer, Problem
+from grader.core.exercise import CounterTexts, Exercise, Pointer, Problem
 from grader.exercises import bias_gelu as c
 
 
@@ -22,7 +22,7 @@ class BiasGelu(Exercise):
     kernel_name = c.KERNEL_NAME
     title = "out = GELU_erf(x + bias[col])"
     pointers = (Pointer("x", "const float*", about="the input x [rows, cols]"),
-                Pointer("bias", "const float*", about="the bias [cols]"),
+                Pointer("bias", "const float*", about="the bias [cols]", cached=True),
                 Pointer("out", "float*", output=True, about="the output [rows, cols]"))
     integer_roles = ("rows", "cols", "n")
     default_params = c.DEFAULT_PARAMS
@@ -39,6 +39,18 @@ class BiasGelu(Exercise):
     asks_for_row = True
     bytes_text = "x read once, out written once"
     cached_text = "bias: one cols-float vector read by every row from cache"
+    counter_texts = CounterTexts(
+        reread="x is read more than once, or loads use only part of each 32-byte sector they fetch (strided or "
+               "misaligned access), or the bias is fetched from DRAM per element (an index that defeats the cache)",
+        loads="x and a bias entry need 0.250",
+        fp64="the kernel computes in double. x, bias and out are float, and 0.5f * v * (1.0f + erff(v * "
+             "0.70710678f)) is the exact GELU in float; double math runs on the FP64 pipe, at a fraction of the float "
+             "rate, with a conversion each way.",
+        xu="a math function costlier than erff (normcdff, expf, powf, a float division), conversions, or an integer "
+           "division by a run-time value. The exact GELU in float is 0.5f * v * (1.0f + erff(v * 0.70710678f)).",
+        scatter_fix="Map threadIdx.x to the column (the page's row grid: blockIdx.y = row, the column from "
+                    "blockIdx.x and threadIdx.x), so that a warp reads and writes one contiguous piece of a row.")
+    reference_names = (c.KERNEL_NAME,)
 
     def check_params(self, params: tuple[str, ...], grid: str) -> str:
         """Why `params` cannot launch biasGeluFused on a `grid` grid ('' when they can)."""
@@ -106,10 +118,17 @@ class BiasGelu(Exercise):
 
         return BiasGeluDevice(gpu, problem, self)
 
-    def profiled(self) -> dict | None:
-        """The counters' child profiles this exercise (grader.pipeline.profiled: the model answer
-        biasGeluFused<4> and the page's answer of chain.cu beside the submission)."""
-        return {"model": "biasGeluFused<4>", "page": "biasGeluFused<1>"}
+    def references(self, gpu, problem: Problem, buffers: dict[str, object]) -> dict[str, object]:
+        """The model answer biasGeluFused<4> (a row grid, one float4 per thread) and the page's answer
+        biasGeluFused<1> (one float per thread), templates of chain.cu (page_kernels), on `buffers`."""
+        from grader.core.launch import bind
+        from grader.exercises.bias_gelu.page_kernels import PAGE, WIDE, chain_kernels, load_chain
+
+        defs = {"model": chain_kernels(WIDE)[c.KERNEL_NAME], "page": chain_kernels(PAGE)[c.KERNEL_NAME]}
+        loaded = load_chain(gpu, list(defs.values()))
+        values = {"x": buffers["x"], "bias": buffers["bias"], "out": buffers["out"], "cols": problem.cols}
+        return {label: bind(gpu, loaded[d.expr], d.spec, problem.rows, problem.cols, values)
+                for label, d in defs.items()}
 
     def chain(self, gpu, kernel, spec, launch_values, rng):
         """The page's part-3 table with the submission in it (chain.chain_table)."""

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.core.exercise import Exercise, Pointer, Problem
+from grader.core.exercise import CounterTexts, Exercise, Pointer, Problem
+from grader.exercises.rope import answers
 from grader.exercises.rope import problem as sizes
 from grader.exercises.rope.reference import ROPE_ATOL, UNIT_ROUNDOFF, positions, rope_rows
 
@@ -69,8 +70,8 @@ class Rope(Exercise):
              "pos * 10000^(-2j/D)")
     pointers = (
         Pointer("in", "const float*", about="the input [B, S, H, D]"),
-        Pointer("cosTab", "const float*", about="the cos table [seq, halfDim]"),
-        Pointer("sinTab", "const float*", about="the sin table [seq, halfDim]"),
+        Pointer("cosTab", "const float*", about="the cos table [seq, halfDim]", cached=True),
+        Pointer("sinTab", "const float*", about="the sin table [seq, halfDim]", cached=True),
         Pointer("out", "float*", output=True, about="the output [B, S, H, D]"),
     )
     integer_roles = ("pairs", "halfDim", "heads", "seq", "batch", "dim", "n")
@@ -91,9 +92,19 @@ class Rope(Exercise):
     bytes_text = "in read once and out written once: 2 floats per element, what a copy moves"
     cached_text = ("the cos and sin tables (seq x D/2 floats each) are read by every batch and every head: they "
                    "stay in L2 and are not DRAM traffic, so counting them (2 more floats per pair) inflates GB/s")
-    division_hint_lead = DIVISION_HINT_LEAD
-    division_hint_tail = DIVISION_HINT_TAIL
-    width_hint_tail = WIDTH_HINT_TAIL
+    counter_texts = CounterTexts(
+        reread="in is read more than once, or loads use only part of each 32-byte sector they fetch (strided or "
+               "misaligned access), or the cos and sin tables are fetched from DRAM per pair (a table index that "
+               "defeats the cache)",
+        loads="in and half its pair's cos and sin need 0.250",
+        fp64="the kernel computes in double. in, the tables and out are float, and each output is two float "
+             "multiply-adds; double math runs on the FP64 pipe, at a fraction of the float rate, with a conversion "
+             "each way.",
+        xu="a math function (sinf, cosf, powf, expf: the tables already hold cos and sin), conversions, or an "
+           "integer division by a run-time value (the page's pos = (p / (halfDim * heads)) % seq, j = p % halfDim).",
+        scatter_fix="Give consecutive threads consecutive pairs (p = blockIdx.x * blockDim.x + threadIdx.x, the "
+                    "page's flat grid), so that a warp reads and writes one contiguous piece of the tensor.")
+    reference_names = answers.NAMES
 
     def check_params(self, params: tuple[str, ...], grid: str) -> str:
         """Why a declared parameter list (or grid) cannot launch ropeInterleaved, '' when it can: all four pointers,
@@ -115,6 +126,11 @@ class Rope(Exercise):
         """The division and 4-byte-load hints in RoPE's words (the index arithmetic, a float2 per pair)."""
         return {"division_lead": DIVISION_HINT_LEAD, "division_tail": DIVISION_HINT_TAIL, "width_tail": WIDTH_HINT_TAIL}
 
+    def references(self, gpu, problem: Problem, buffers: dict[str, object]) -> dict[str, object]:
+        """The model answer ropeInterleavedVec2<4> and the page's answer ropeInterleaved<1> of rope.cu
+        (answers.references)."""
+        return answers.references(gpu, problem, buffers)
+
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """problem.problem: (B, S, H, D) -> rows B*S*H, cols D, grid (1, pairs). Raises ValueError for bad dims."""
         return sizes.problem(dims)
@@ -123,6 +139,15 @@ class Rope(Exercise):
         """problem.bench_problem (S, H, D = 2048, 32, 128; B from the L2 and the free memory). Raises GraderFault
         when not one batch fits."""
         return sizes.bench_problem(free_bytes, l2_bytes)
+
+    def bench_dims(self, rows: int, cols: int) -> tuple[int, ...]:
+        """(B, S, H, D) of the benchmark whose output is rows x cols: S, H = problem.BENCH_SEQ, BENCH_HEADS, D =
+        cols, B = rows / (S H). Raises ValueError when rows is not a whole number of batches."""
+        per_batch = sizes.BENCH_SEQ * sizes.BENCH_HEADS
+        if rows < 1 or rows % per_batch:
+            raise ValueError(f"{rows} rows is not a whole number of RoPE benchmark batches ({sizes.BENCH_SEQ} x "
+                             f"{sizes.BENCH_HEADS} rows each)")
+        return (rows // per_batch, sizes.BENCH_SEQ, sizes.BENCH_HEADS, cols)
 
     def seeds_from(self, rng: np.random.Generator) -> tuple[int, ...]:
         """One seed: `in`'s (the tables are not random)."""
