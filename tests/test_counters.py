@@ -13,7 +13,8 @@ from conftest import ended
 from grader.exercises import get
 from grader.feedback import counters
 from grader.feedback.counters import (
-    LAUNCH_ORDER,
+    MODEL,
+    PAGE_ANSWER,
     CountersUnavailable,
     KernelCounters,
     counters_of,
@@ -202,7 +203,10 @@ def test_the_reference_launches_are_found_under_the_names_ncu_gives_templates():
     rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": "4096",
              "dram__bytes_write.sum": "4096", "gpu__time_duration.sum": "1000"} for name in names]
     c = counters_of("ncu 2025.3.1.0", rows, BIAS_GELU)
-    assert [k.label for k in c.kernels] == ["biasGeluFused", *LAUNCH_ORDER, "copy, 16 B/thread", "copy, 1 float/thread"]
+    # without store requests a reference's width is not measured: its label names its role alone
+    assert [k.label for k in c.kernels] == ["biasGeluFused", "model answer", "page's answer", "copy, 16 B/thread",
+                                            "copy, 1 float/thread"]
+    assert c.get(MODEL) is c.kernels[1] and c.get(PAGE_ANSWER) is c.kernels[2] and c.yours is c.kernels[0]
     assert c.kernels[0].elements == 64 * 256 * 4
     assert [kernel_base(n) for n in names] == ["biasGeluFused"] * 3 + ["copyVec4", "copyScalar"]
     assert kernel_base("void ns::biasGeluFused<4, float>(const float *)") == "biasGeluFused"
@@ -221,11 +225,16 @@ def test_ropes_launches_are_labelled_by_order_and_its_findings_speak_of_its_tabl
              "fillDraw(float *, unsigned long, unsigned long)",
              "copyVec4(const float4 *, float4 *, unsigned long)", "copyScalar(const float *, float *, unsigned long)"]
     n = 64 * 256 * 4  # the 16-byte copy's grid: 64 blocks of 256 threads, 4 floats each
+    width = [4, 8, 4, 4, 16, 4]  # bytes each thread stores per store instruction
     rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": str((8 if i == 0 else 4) * n),
-             "dram__bytes_write.sum": str(4 * n), "gpu__time_duration.sum": "1000"} for i, name in enumerate(names)]
+             "dram__bytes_write.sum": str(4 * n), "gpu__time_duration.sum": "1000",
+             "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": str(4 * n / width[i] / 32)}
+            for i, name in enumerate(names)]
     c = counters_of("ncu 2025.3.1.0", rows, rope)
-    assert [k.label for k in c.kernels] == ["ropeInterleaved", *LAUNCH_ORDER, "copy, 16 B/thread",
-                                            "copy, 1 float/thread"]
+    # the labels give what each reference's stores measured: rope's model answer stores a float2 per pair
+    assert [k.label for k in c.kernels] == ["ropeInterleaved", "model answer, 8 B/thread", PAGE_ANSWER,
+                                            "copy, 16 B/thread", "copy, 1 float/thread"]
+    assert c.get(MODEL).kernel.startswith("void ropeInterleavedVec2<4>")
     assert c.yours.label == "ropeInterleaved" and c.model_bytes_per_elem == 8
     over = next(f for f in c.findings if f.startswith("reads exceed"))
     assert "cos and sin tables" in over and "bias" not in over

@@ -186,3 +186,35 @@ def test_each_exercise_leaves_out_its_own_cached_inputs_and_says_its_own_fix():
     said = {ex.name: scattered_hint(m, g["bench_cols"], None, ex).text for ex in (rope, BIAS_GELU)}
     assert said["rope"].endswith(rope.counter_texts.scatter_fix) and "row grid" not in said["rope"]
     assert said["bias_gelu"].endswith(BIAS_GELU.counter_texts.scatter_fix) and "row grid" in said["bias_gelu"]
+
+
+def test_a_pair_read_as_two_4_byte_loads_is_not_scattered():
+    # the H200's counters of the RoPE page kernel (submissions/rope/page_scalar.cu): in[2p] and in[2p + 1] each
+    # touch 8 sectors per warp request where a 4-byte access's ideal is 4, but the second load's sectors are the
+    # first's, served by the L1: its L2 bytes per element are the page's answer's (13.24 against 13.19)
+    from grader.exercises import get
+    from grader.feedback.counters import Counters, KernelCounters
+    from grader.feedback.worth import access_suspect
+
+    n = 1 << 20
+
+    def launch(label, l2, ld, st, ms):
+        return KernelCounters(label=label, kernel=label, elements=n, dram_read=4.125 * n, dram_write=3.93 * n,
+                              l2_bytes=l2 * n, duration_ns=ms * 1e6, ld_sectors=ld * n, ld_requests=n / 32,
+                              st_sectors=0.25 * n, st_requests=n / 32, instructions=1.9 * n, issue_pct=68.0)
+
+    c = Counters(kernels=[launch("ropeInterleaved", 13.235, 0.375, 0.25, 0.688),
+                          launch("model answer, 8 B/thread", 12.567, 0.33, 0.25, 0.476),
+                          launch("page's answer, 4 B/thread", 13.191, 0.375, 0.25, 0.678)])
+    pair = [InstructionCounters(offset=0x100 + 16 * k, sass="LDG.E.CONSTANT R3, desc[UR4][R8.64]", line=15 + k,
+                                buffer="in", op="ld", nbytes=4, executed=n / 32, sectors=n / 4, ideal=n / 8)
+            for k in range(2)]
+    rope = get("rope")
+    assert len(scattered_instructions(pair, rope.cached)) == 2  # each instruction alone is 2 x its ideal
+    m = measured(c, Times(0.688, 0.468, 0.735))
+    assert m.ref.label.startswith("page's answer")
+    assert scattered_hint(m, 128, pair, rope) is None and scattered_hint(m, 128, None, rope) is None
+    assert not access_suspect(c)
+    c.kernels[0] = launch("ropeInterleaved", 3 * 13.235, 0.375, 0.25, 0.688)  # were they missing the L1, the L2
+    m = measured(c, Times(0.688, 0.468, 0.735))  # would carry the extra sectors: then they are scattered
+    assert scattered_hint(m, 128, pair, rope).kind == "scattered" and access_suspect(c)

@@ -228,14 +228,17 @@ class Counters(ReportModel):
     instructions_unavailable: str = ""
 
     def get(self, label: str) -> KernelCounters | None:
-        """The launch labelled `label` (the kernel's name, MODEL, PAGE_ANSWER, COPY_VEC4, COPY_SCALAR), or None."""
+        """The launch labelled `label` (the kernel's name, COPY_VEC4, COPY_SCALAR; MODEL or PAGE_ANSWER: the
+        reference of that role, whatever width its label gives), or None."""
+        if label in LAUNCH_ORDER:
+            return next((k for k in self.kernels if role_of(k.label) == label), None)
         return next((k for k in self.kernels if k.label == label), None)
 
     @property
     def yours(self) -> KernelCounters | None:
         """The submission's launch: the one not labelled as a reference or a copy (its label is the kernel's
         name), or None."""
-        return next((k for k in self.kernels if k.label not in SAID), None)
+        return next((k for k in self.kernels if role_of(k.label) not in SAID), None)
 
 
 def find_ncu() -> str | None:
@@ -419,6 +422,8 @@ def kernel_counters(label: str, row: dict[str, str], elements: int) -> KernelCou
 # --- the submission ----------------------------------------------------------------------------------------
 MODEL = "model answer, 16 B/thread"
 PAGE_ANSWER = "page's answer, 4 B/thread"
+"""The references' roles, and their labels where their stores are that wide (bias_gelu's); a reference's label gives
+its measured width (reference_label: rope's model answer is "model answer, 8 B/thread")."""
 COPY_VEC4 = "copy, 16 B/thread"
 COPY_SCALAR = "copy, 1 float/thread"
 LAUNCH_ORDER = (MODEL, PAGE_ANSWER)
@@ -434,7 +439,21 @@ SAID = {MODEL: "the model answer", PAGE_ANSWER: "the page's answer", COPY_VEC4: 
 
 def said(label: str) -> str:
     """How the findings name the launch labelled `label` (SAID; the submission's is "yours")."""
-    return SAID.get(label, "yours")
+    return SAID.get(role_of(label), "yours")
+
+
+def role_of(label: str) -> str:
+    """MODEL or PAGE_ANSWER for a reference's label (reference_label), else the label itself."""
+    return next((role for role in LAUNCH_ORDER if label.split(",")[0] == role.split(",")[0]), label)
+
+
+def reference_label(role: str, k: KernelCounters) -> str:
+    """The label of the reference launch `k` of `role` (MODEL, PAGE_ANSWER): its role with the bytes its stores
+    move per thread as measured ("model answer, 8 B/thread"); the role's name alone where ncu gave no store
+    requests."""
+    width = k.bytes_per_thread_access
+    head = role.split(",")[0]
+    return f"{head}, {round(width)} B/thread" if width else head
 
 
 def profiled_names(ex: Exercise) -> tuple[str, ...]:
@@ -486,6 +505,9 @@ def counters_of(tool: str, rows: list[dict[str, str]], ex: Exercise, elements: i
         label = next(order, None) if name in names else _COPIES.get(name)
         if label is not None and label not in picked:
             picked[label] = kernel_counters(label, row, n)
+    for role in LAUNCH_ORDER:
+        if role in picked:
+            picked[role] = picked[role].model_copy(update={"label": reference_label(role, picked[role])})
     kernels = [picked[k] for k in (*labels, COPY_VEC4, COPY_SCALAR) if k in picked]
     model = ex.floats_per_element * course.BYTES_PER_FLOAT
     if ex.kernel_name not in picked:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from grader.core import exercise
 from grader.core.exercise import CounterTexts, Exercise
-from grader.feedback.counters import MODEL, PAGE_ANSWER, Counters, InstructionCounters, KernelCounters
+from grader.feedback.counters import MODEL, PAGE_ANSWER, Counters, InstructionCounters, KernelCounters, said
 from grader.feedback.hint import LITTLE, Hint, HintKind
 
 ETA = 0.9
@@ -159,7 +159,7 @@ def measured(counters: Counters | None, times: Times | None) -> Measured | None:
     if yours is None or not yours.duration_ns:
         return None
     width = yours.bytes_per_thread_access
-    ref = counters.get(MODEL if width is not None and width > exercise.BYTES_PER_FLOAT else PAGE_ANSWER)
+    ref = reference_for(counters, yours)
     if ref is None or not ref.duration_ns:
         return None
     return Measured(yours, ref, times.kernel * ref.duration_ns / yours.duration_ns, times,
@@ -268,7 +268,7 @@ def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hin
 
 
 def _ref_name(m: Measured) -> str:
-    return "the page's answer" if m.ref.label == PAGE_ANSWER else "the model answer"
+    return said(m.ref.label)
 
 
 def scattered_instructions(instructions: list[InstructionCounters], cached: tuple[str, ...] = ()
@@ -296,10 +296,27 @@ def access_suspect(c: Counters | None) -> bool:
     the source-level pass is worth its time (grader.pipeline.grade.add_counters), to name the instruction and its
     line."""
     k = c.yours if c is not None and not c.unavailable else None
-    if k is None:
+    if k is None or l1_served(k, reference_for(c, k)):
         return False
     ld, st = k.per_elem(k.ld_sectors), k.per_elem(k.st_sectors)
     return (ld is not None and ld > SCATTER_X * LD_NEED) or (st is not None and st > SCATTER_X * ST_NEED)
+
+
+def reference_for(c: Counters, k: KernelCounters) -> KernelCounters | None:
+    """The reference launch of `c` whose accesses are as wide as `k`'s: the model answer for accesses wider than
+    4 bytes, else the page's answer (None where it was not profiled)."""
+    width = k.bytes_per_thread_access
+    return c.get(MODEL if width is not None and width > exercise.BYTES_PER_FLOAT else PAGE_ANSWER)
+
+
+def l1_served(k: KernelCounters, ref: KernelCounters | None) -> bool:
+    """Whether `k`'s extra sectors never reach the L2: its L2 bytes per element are within SCATTER_X x `ref`'s.
+    Sectors the L1 serves cost no DRAM or L2 traffic: a cached bias row read 16 bytes apart across a warp (issue
+    29's 16-block grid), or RoPE's interleaved pair read as two 4-byte loads two floats apart, each touching 8
+    sectors of which the other uses half (the page's kernel and the gold example on the H200: 8.0 sectors per
+    request, L2 bytes 1.0 x the page's answer's)."""
+    l2, l2_ref = k.per_elem(k.l2_bytes), ref.per_elem(ref.l2_bytes) if ref is not None else None
+    return l2 is not None and bool(l2_ref) and l2 <= SCATTER_X * l2_ref
 
 
 def scattered_hint(m: Measured, cols: int | None, instructions: list[InstructionCounters] | None = None,
@@ -313,6 +330,8 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
     scattered one (scattered_instructions); none scattered, no hint."""
     from grader.feedback.counters import ideal_sectors
 
+    if l1_served(m.yours, m.ref):
+        return None  # the extra sectors are served by the L1: no extra traffic reaches the L2
     if instructions:
         bad = scattered_instructions(instructions, ex.cached if ex else ())
         if not bad:
@@ -327,9 +346,6 @@ def scattered_hint(m: Measured, cols: int | None, instructions: list[Instruction
                          m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
     k = m.yours
     width = k.bytes_per_thread_access
-    l2, l2_ref = k.per_elem(k.l2_bytes), m.ref.per_elem(m.ref.l2_bytes)
-    if l2 is not None and l2_ref and l2 <= SCATTER_X * l2_ref:
-        return None  # the extra sectors are served by the L1 (a cached bias row): no extra traffic reaches the L2
     sides = []
     for side, need, what in (("st", ST_NEED, "stores"), ("ld", LD_NEED, "loads")):
         per_elem = k.per_elem(k.st_sectors if side == "st" else k.ld_sectors)
