@@ -301,9 +301,8 @@ def _fault(err: SubmissionError, ex: Exercise, problem: Problem, fenced: tuple[o
             f"{'ended' if side == 'end' else 'started'} at unmapped memory, after the same launch with {name} inside a "
             f"larger allocation ran; is every load of {name} inside {test}?"), err.details, err.fault)
     if err.fault == "CUDA_ERROR_MISALIGNED_ADDRESS" and cols % 4:
-        err.details = (
+        return SubmissionError(err.stage, str(err), (
             f"At {rows} x {cols} a row is {cols * 4} bytes, not a multiple of 16: rows after the first "
             "do not start 16-byte aligned. Use 16-byte (float4) accesses only where the address is "
-            "16-byte aligned (e.g. only when cols % 4 == 0), and a scalar path elsewhere."
-        )
+            "16-byte aligned (e.g. only when cols % 4 == 0), and a scalar path elsewhere."), err.fault)
     return err
