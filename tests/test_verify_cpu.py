@@ -87,3 +87,17 @@ def test_bias_index_bug_fails(inputs):
     idx = np.arange(x.size) % rows
     got = gelu_erf(x.ravel().astype(np.float64) + bias[idx % cols]).reshape(x.shape).astype(np.float32)
     assert not compare(got, bias_gelu(x, bias), BIAS_GELU).passed
+
+
+def test_a_misaligned_fault_at_a_ragged_shape_says_why_and_keeps_the_fault():
+    from grader.check.verify import _fault
+    from grader.core.errors import Stage, SubmissionError
+    from grader.exercises import get
+
+    ex = get("bias_gelu")
+    err = SubmissionError(Stage.RUN, "the kernel faulted", "", "CUDA_ERROR_MISALIGNED_ADDRESS")
+    named = _fault(err, ex, ex.problem((101, 97)), None)
+    assert named is not err and err.details == ""  # the caught error is left as it was
+    assert named.stage == Stage.RUN and named.fault == err.fault and str(named) == "the kernel faulted"
+    assert "388 bytes, not a multiple of 16" in named.details
+    assert _fault(err, ex, ex.problem((101, 96)), None) is err  # aligned rows: the fault as it is
