@@ -430,8 +430,7 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_INPUT
     from grader.compile import sandbox
     from grader.compile.toolkit import install_problem
-    from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
-    from grader.output.report import error_report, render_text
+    from grader.output.report import error_report
     from grader.output.terminal import StageLine
     from grader.pipeline.grade import add_counters, grade_file
 
@@ -450,10 +449,9 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         reason = (f"run time limit exceeded: the {stage} stage was still running after {seconds:.0f} s ({likely}); "
                   "`grade --run-limit S` changes the limit")
         print(f"grade: {reason}", file=sys.stderr, flush=True)
-        late = error_report(shown, stopped_in(stage), reason, **named(args.exercise))
-        text = {"json": late.model_dump_json(indent=2), "gradescope": json.dumps(gradescope_results(late), indent=2)}
-        if args.format in text:
-            os.write(report_fd, (text[args.format] + "\n").encode())
+        if args.format != "text":  # the text report is the stderr line
+            late = error_report(shown, stopped_in(stage), reason, **named(args.exercise))
+            os.write(report_fd, (rendered(args.format, late) + "\n").encode())
 
     dog = Watchdog(stage_limits(args.run_limit or DEFAULT_RUN_LIMIT_S), expired).start()
     try:
@@ -470,25 +468,37 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_INTERRUPTED
     except GraderError as err:
         print(f"grade: {printable(str(err), None)}", file=sys.stderr)
-        if args.format == "gradescope":
-            results = gradescope_not_graded(f"not graded: {err}") if isinstance(err, GraderFault) \
-                else gradescope_refusal(str(err))
-            _emit(json.dumps(results, indent=2))
-        elif args.format == "json":
+        if args.format != "text":  # the text report is the stderr line
             refusal = error_report(shown, getattr(err, "stage", None) or Stage.INPUT, str(err),
                                    getattr(err, "details", ""), **named(args.exercise))
-            _emit(refusal.model_dump_json(indent=2))
+            _emit(rendered(args.format, refusal, refused=err))
         return err.exit_code
     finally:
         dog.stop()
         os.close(report_fd)
     add_counters(report, args.file, asked=args.counters, device=args.device)  # or unasked, for a slow kernel
     report.file = printable(shown, None)  # one line, as the model makes it (GradeReport._one_line)
-    if args.format == "gradescope":
-        _emit(json.dumps(gradescope_results(report, execution_time=time.monotonic() - started), indent=2))
-    else:
-        _emit(report.model_dump_json(indent=2) if args.format == "json" else render_text(report))
+    _emit(rendered(args.format, report, execution_time=time.monotonic() - started))
     return EXIT_BY_VERDICT[report.verdict]
+
+
+def rendered(fmt: str, report, *, refused: GraderError | None = None, execution_time: float | None = None) -> str:
+    """`report` (a GradeReport) as `grade FILE --format fmt` prints it, the one place the choice is made: text
+    (grader.output.report.render_text), json (the report's JSON), gradescope (grader.output.gradescope's
+    results.json, with `execution_time` in seconds). For a file refused before it was graded (`refused`: the
+    GraderError; `report` its error report), gradescope gets "not graded" for the grader's own fault
+    (GraderFault) and a refusal otherwise."""
+    from grader.output.gradescope import gradescope_not_graded, gradescope_refusal, gradescope_results
+    from grader.output.report import render_text
+
+    if fmt == "gradescope":
+        if refused is None:
+            results = gradescope_results(report, execution_time=execution_time)
+        else:
+            results = gradescope_not_graded(f"not graded: {refused}") if isinstance(refused, GraderFault) \
+                else gradescope_refusal(str(refused))
+        return json.dumps(results, indent=2)
+    return report.model_dump_json(indent=2) if fmt == "json" else render_text(report)
 
 
 if __name__ == "__main__":
