@@ -182,7 +182,7 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
     report.hints = rank_hints(report)
     report.flags = byte_count_flags(contract.row, contract.claim, rows=g["bench_rows"], cols=g["bench_cols"],
                                     floor_gbs=floor.gbs, measured_gbs=mine.gbs, measured_ms=mine.ms,
-                                    floor_name=floor.version)
+                                    floor_name=floor.version, ex=BIAS_GELU)
     return report
 
 
@@ -195,7 +195,7 @@ def wrong(name: str, rng: random.Random) -> GradeReport:
                          compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 20])), verification=[bad])
     report.hints = rank_hints(report.model_copy(update={"hints": [h.model_copy() for h in machine_hints(name)]}))
     report.flags = byte_count_flags(None, None, rows=None, cols=None, floor_gbs=None, measured_gbs=None,
-                                    measured_ms=None)
+                                    measured_ms=None, ex=BIAS_GELU)
     return report
 
 

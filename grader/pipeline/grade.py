@@ -236,7 +236,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.byte_model.cached_bytes = ex.cached_bytes(ex.problem(m.dims))
     if out.compiled is not None:
         report.hints = hints_for(out.compiled, report, out.sass, ex)
-        report.flags = _flags(sub.contract, m) if ex.asks_for_row else []
+        report.flags = _flags(sub.contract, m, ex) if ex.asks_for_row else []
     return report
 
 
@@ -350,10 +350,12 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     report.hints = rank_hints(report)
 
 
-def _flags(contract: Contract, m: Measurement | None) -> list:
-    """Byte-count flags of the student's row and claim against the measurement (grader.source.claims)."""
+def _flags(contract: Contract, m: Measurement | None, ex: Exercise) -> list:
+    """Byte-count flags of the student's row and claim of exercise `ex` against the measurement
+    (grader.source.claims)."""
     if m is None:
         return byte_count_flags(contract.row, contract.claim, rows=None, cols=None, floor_gbs=None,
-                                measured_gbs=None, measured_ms=None)
+                                measured_gbs=None, measured_ms=None, ex=ex)
     return byte_count_flags(contract.row, contract.claim, rows=m.rows, cols=m.cols, floor_gbs=m.table.floor_gbs,
-                            measured_gbs=m.subject.gbs, measured_ms=m.subject.ms, floor_name=m.table.floor_version)
+                            measured_gbs=m.subject.gbs, measured_ms=m.subject.ms, floor_name=m.table.floor_version,
+                            ex=ex)
