@@ -182,7 +182,8 @@ def _compile(text: str, name: str = "s.cu"):
     from grader.exercises import bias_gelu as exercise
     from grader.source.read import prepare_for_nvrtc
 
-    return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
+    kernel = exercise.KERNEL_NAME
+    return compile_kernels(prepare_for_nvrtc(text, name, kernel), name, (kernel,), "sm_90")
 
 
 def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):
