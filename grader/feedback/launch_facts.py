@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 
 from grader.core import exercise as course
+from grader.core.exercise import Exercise
 from grader.core.launch import LaunchSpec
-from grader.exercises import bias_gelu as exercise
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
@@ -126,19 +126,23 @@ def _lines(accesses: list[Access]) -> list[int]:
     return sorted({a.line for a in accesses if a.line})
 
 
-def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, sms: int | None = None,
-                 shape: tuple[int, int] | None = None, kernel: str = exercise.KERNEL_NAME) -> list[Hint]:
-    """The static launch facts of the module docstring that hold for the kernel launched per `spec`, its machine
-    code `facts` (None without a disassembler: then only the launch's own facts, grid and blocks), compiled for
-    `arch` ('sm_90'), on a card of `sms` multiprocessors (None: no GPU, no grid hint), at the graded `shape`
-    (rows, cols; None: the counts that need it are left out). Returns Hints (grader.feedback.hint) without estimates."""
+def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Exercise, sms: int | None = None,
+                 shape: tuple[int, int] | None = None) -> list[Hint]:
+    """The static launch facts of the module docstring that hold for the kernel of exercise `ex` (its
+    kernel_name names it) launched per `spec`, its machine code `facts` (None without a disassembler: then only the
+    launch's own facts, grid and blocks), compiled for `arch` ('sm_90'), on a card of `sms` multiprocessors (None:
+    no GPU, no grid hint), at the graded `shape` (rows, cols; None: the counts that need it are left out, and a
+    stride grid's blocks are counted at the grid of the exercise's first verified size,
+    ex.problem(ex.verify_dims[0]).grid). Returns Hints (grader.feedback.hint) without estimates."""
     hints: list[Hint] = []
+    kernel = ex.kernel_name
     regs = facts.registers if facts else None
     if facts is not None and facts.accesses:
         roles = param_roles(spec)
         hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel),) if h]
         hints += _per_element(spec, facts.accesses, roles, shape, sms, arch, regs, kernel)
-    hints += [h for h in (_grid(spec, arch, regs, sms, shape), _blocks(spec, arch, regs)) if h]
+    first = ex.problem(ex.verify_dims[0]).grid
+    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first), _blocks(spec, arch, regs)) if h]
     return hints
 
 
@@ -196,12 +200,14 @@ def _resident(spec: LaunchSpec, arch: str, regs: int | None) -> tuple[int | None
     return warps_per_sm(spec.block, arch, regs), MAX_WARPS_PER_SM.get(arch)
 
 
-def _grid(spec: LaunchSpec, arch: str, regs: int | None, sms: int | None, shape) -> Hint | None:
-    """The too-few-blocks fact (module docstring)."""
+def _grid(spec: LaunchSpec, arch: str, regs: int | None, sms: int | None, shape,
+          first: tuple[int, int]) -> Hint | None:
+    """The too-few-blocks fact (module docstring); `first`: the (rows, cols) a stride grid is counted at when no
+    shape was graded."""
     per_sm, most = _resident(spec, arch, regs)
     if not sms or per_sm is None or most is None:
         return None
-    rows, cols = shape or exercise.VERIFY_SHAPE
+    rows, cols = shape or first
     gx, gy, _ = spec.grid_for(rows, cols, sms * most * 32)
     blocks, wpb = gx * gy, -(-spec.block // 32)
     fits = sms * (per_sm // wpb)

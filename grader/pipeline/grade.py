@@ -289,7 +289,7 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
             [h for h in report.hints if h.kind in ex.wrong_output_kinds]
     else:
         try:
-            report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape, kernel=ex.kernel_name)
+            report.hints += launch_hints(spec, facts, compiled.arch, ex=ex, sms=sms, shape=shape)
         except Exception:  # noqa: BLE001 - advice only: a fact that cannot be read is left out, never the grading
             pass
     return rank_hints(report)
