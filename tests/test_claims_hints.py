@@ -20,6 +20,10 @@ from grader.source.read import read_submission
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 NAME = BIAS_GELU.kernel_name
 """The kernel whose row and sentence are read here: the course page's exercise's (the only one asking for them)."""
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+"""What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
+name and its own hint producer (the tanh GELU hint)."""
+
 # The graded shape and copy numbers of an H200 (issue 2): 61440 x 4096 floats (16 x its 60 MiB L2 per buffer),
 # one-float copy 2684 GB/s, floor 4232 GB/s (cuMemcpyDtoD).
 ROWS, COLS = 61440, 4096
@@ -244,7 +248,7 @@ def compiled(name: str):
 def hints(name: str, scalar=SCALAR, floor=FLOOR) -> list[str]:
     ptx, mangled = compiled(name)
     return hint_texts(code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor,
-                                 floor_name="cuMemcpyDtoD"))
+                                 floor_name="cuMemcpyDtoD", **PAGE))
 
 
 def has(hs, text) -> bool:
@@ -329,7 +333,7 @@ def test_other_kernels_in_the_file_are_not_read():
 
 def test_unknown_entry_gives_no_hints():
     ptx, _ = compiled("mod_cols.cu")
-    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR) == []
+    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE) == []
 
 
 def test_fast_math_tanh_instruction_in_ptx_text():
@@ -340,7 +344,7 @@ def test_fast_math_tanh_instruction_in_ptx_text():
 
 
 def hints_of(ptx: str) -> int:
-    return len(code_hints(ptx, "k", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+    return len(code_hints(ptx, "k", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
 
 
 # The repository's examples: each gets the hints its comment implies.
@@ -354,7 +358,7 @@ def test_examples_get_their_hints(name, expected):
     sub = read_submission(SUBMISSIONS / name, BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     mangled = c.kernels[exercise.KERNEL_NAME].mangled
-    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
 
 

@@ -46,7 +46,7 @@ LAYERS = [
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],
     ["grader.timing.measure", "grader.output.report"],
     # the exercises, each a folder of data and code the harness takes as an argument (grader.core.exercise)
-    ["grader.exercises", "grader.exercises.bias_gelu.reference"],
+    ["grader.exercises", "grader.exercises.bias_gelu.reference", "grader.exercises.bias_gelu.hints"],
     ["grader.exercises.bias_gelu.mistakes", "grader.exercises.bias_gelu.device"],
     ["grader.exercises.bias_gelu.chain"],
     ["grader.exercises.bias_gelu.exercise"],

@@ -265,9 +265,10 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
               ) -> list[Hint]:
     """`report`'s hints for the kernel in `compiled`: from the machine code (`reading`, the disassembly started
     after compiling; None: read here), or the PTX without a disassembler (grader.feedback.hints), with the report's
-    measured copies for the 4-byte-load hint, and the static launch facts at the report's benchmark shape, on its
-    GPU (grader.feedback.launch_facts); ranked by what fixing each is worth (rank_hints). A wrong output gets the
-    known mistake it matches and the hints about correctness alone (Exercise.wrong_output_kinds): no speed hint.
+    measured copies for the 4-byte-load hint and the exercise's own hints (Exercise.code_hints: biasGeluFused's tanh
+    GELU), and the static launch facts at the report's benchmark shape, on its GPU (grader.feedback.launch_facts);
+    ranked by what fixing each is worth (rank_hints). A wrong output gets the known mistake it matches and the hints
+    about correctness alone (Exercise.wrong_output_kinds): no speed hint.
     ex: the report's exercise (default: the one it names)."""
     ex = ex or exercises.get(report.exercise or exercises.DEFAULT)
     info = compiled.kernels[ex.kernel_name]
@@ -276,7 +277,7 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
                        floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name,
-                       texts=ex.hint_texts())
+                       texts=ex.hint_texts(), exercise_hints=ex.code_hints)
     facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
