@@ -158,6 +158,35 @@ def test_a_rope_grading_names_ropeInterleaved_and_never_biasGeluFused(tmp_path, 
         assert "ropeInterleaved writes through atomic instructions" in atomic.text
 
 
+ROPE_WIDE = ROPE_KERNEL.replace(
+    "if (p < pairs) { out[2 * p] = twice(in[2 * p]); out[2 * p + 1] = in[2 * p + 1]; }",
+    "if (p < pairs) { float2 v = reinterpret_cast<const float2*>(in)[p]; "
+    "reinterpret_cast<float2*>(out)[p] = make_float2(v.x * cosTab[0], v.y * sinTab[0]); }")
+"""A RoPE kernel storing its pair as one float2 (8 bytes) per thread, one pair per thread: the page's launch."""
+
+
+@pytest.mark.skipif(sass.find_disassembler() is None, reason="no CUDA disassembler (pip install '.[sass]')")
+def test_a_pair_per_thread_is_two_floats_per_thread(tmp_path, monkeypatch):
+    """The idle-threads fact counts an element of elems_per_thread as the exercise's floats of out (a RoPE pair is 2):
+    a float2 store of one pair per thread leaves no thread idle; a float4 store (two pairs) does, half of them."""
+    from grader.pipeline import grade
+
+    def no_gpu(_device=0):
+        raise NoGpuError("no GPU in this test")
+
+    def idle(text: str):
+        path = tmp_path / "rope_wide.cu"
+        path.write_text(text)
+        return [h for h in grade.grade_file(str(path), exercise_name="rope").hints if h.kind == HintKind.IDLE]
+
+    monkeypatch.setattr(grade, "open_gpu", no_gpu)
+    assert idle(ROPE_WIDE) == []
+    [hint] = idle(ROPE_WIDE.replace("reinterpret_cast<float2*>(out)[p] = make_float2(v.x * cosTab[0], v.y * sinTab[0])",
+                                    "reinterpret_cast<float4*>(out)[p / 2] = make_float4(v.x, v.y, cosTab[0], 0.f)"))
+    assert hint.text.startswith("1 of every 2 threads exit at once")
+    assert "the launch gives each thread 1 element" in hint.text and "elems_per_thread = 2`" in hint.text
+
+
 # --- the class page (grader.batch.classpage, classplots) ----------------------------------------------------------
 def rope_class() -> list[gb.BatchResult]:
     """The class fixture's rows as a RoPE class: every report names rope and ropeInterleaved, and the counters label
