@@ -483,7 +483,7 @@ def judge(tool: Toolchain, text: str, name: str, kernel: str = exercise.KERNEL_N
     """Build `text` (a submission as written) both ways and compare the kernel (see the module's docstring)."""
     name = safe_source_name(name)
     try:
-        compile_text, extracted = prepare(text, name)
+        compile_text, extracted = prepare(text, name, kernel)
     except SubmissionError as err:
         return Outcome("refused", str(err))
     if extracted is None:

@@ -53,6 +53,10 @@ from grader.source.contract import Contract
 from grader.source.contract import parse_contract as _parse  # noqa: E402
 from grader.timing.timer import FLOOR_SCALAR, TimedRow
 
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+"""What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
+name and its own hint producer (the tanh GELU hint)."""
+
 PAGE_CONTRACT = _parse("", "page.cu", _BG)
 """The page's launch: nothing declared."""
 
@@ -105,7 +109,7 @@ def machine_hints(name: str) -> tuple[Hint, ...]:
     floor = next((r for r in table if r.version == g["floor_version"]), None) if g else None
     found = code_hints(c.ptx, c.kernels[exercise.KERNEL_NAME].mangled,
                        scalar_copy_gbs=one_float.gbs if one_float else None, floor_gbs=floor.gbs if floor else None,
-                       floor_name=floor.version if floor else None, cubin=c.cubin, arch="sm_90")
+                       floor_name=floor.version if floor else None, cubin=c.cubin, arch="sm_90", **PAGE)
     return tuple(Hint(text=str(h), kind=h.kind) for h in found)
 
 
@@ -183,7 +187,7 @@ def correct(name: str, rng: random.Random, claim: str, profiled: bool) -> GradeR
     report.hints = rank_hints(report)
     report.flags = byte_count_flags(contract.row, contract.claim, rows=g["bench_rows"], cols=g["bench_cols"],
                                     floor_gbs=floor.gbs, measured_gbs=mine.gbs, measured_ms=mine.ms,
-                                    floor_name=floor.version)
+                                    floor_name=floor.version, ex=BIAS_GELU)
     return report
 
 
@@ -196,7 +200,7 @@ def wrong(name: str, rng: random.Random) -> GradeReport:
                          compile=CompileSummary(arch="sm_90", registers=rng.choice([16, 18, 20])), verification=[bad])
     report.hints = rank_hints(report.model_copy(update={"hints": [h.model_copy() for h in machine_hints(name)]}))
     report.flags = byte_count_flags(None, None, rows=None, cols=None, floor_gbs=None, measured_gbs=None,
-                                    measured_ms=None)
+                                    measured_ms=None, ex=BIAS_GELU)
     return report
 
 

@@ -18,6 +18,11 @@ from grader.source.claims import PAGE_COLS, PAGE_ROWS, byte_count_flags, find_cl
 from grader.source.read import read_submission
 
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
+NAME = BIAS_GELU.kernel_name
+"""The kernel whose row and sentence are read here: the course page's exercise's (the only one asking for them)."""
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+"""What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
+name and its own hint producer (the tanh GELU hint)."""
 
 # The graded shape and copy numbers of an H200 (issue 2): 61440 x 4096 floats (16 x its 60 MiB L2 per buffer),
 # one-float copy 2684 GB/s, floor 4232 GB/s (cuMemcpyDtoD).
@@ -43,7 +48,7 @@ def flags(row: str | None = good_row(), claim: str | None = GOOD_CLAIM, *, rows=
     return byte_count_flags(parse_row(row) if row is not None else None,
                             parse_claim(claim) if claim is not None else None,
                             rows=rows, cols=cols, floor_gbs=floor, measured_gbs=gbs, measured_ms=ms,
-                            floor_name="cuMemcpyDtoD")
+                            floor_name="cuMemcpyDtoD", ex=BIAS_GELU)
 
 
 def kinds(fs) -> list[str]:
@@ -193,7 +198,7 @@ def test_claimed_fraction_above_one_is_impossible():
 ])
 def test_a_claim_of_any_size_is_read_and_flagged(sentence, student):
     # A fraction above 2 was not read at all ("no sentence found"), while 283% got the flag (issue 19).
-    claim = find_claim(f"// {sentence}\n")
+    claim = find_claim(f"// {sentence}\n", NAME)
     assert claim is not None and claim.where == "comment, line 1"
     assert one(flags(claim=sentence), "impossible-fraction").student == student
 
@@ -243,7 +248,7 @@ def compiled(name: str):
 def hints(name: str, scalar=SCALAR, floor=FLOOR) -> list[str]:
     ptx, mangled = compiled(name)
     return hint_texts(code_hints(ptx, mangled, scalar_copy_gbs=scalar, floor_gbs=floor,
-                                 floor_name="cuMemcpyDtoD"))
+                                 floor_name="cuMemcpyDtoD", **PAGE))
 
 
 def has(hs, text) -> bool:
@@ -328,7 +333,7 @@ def test_other_kernels_in_the_file_are_not_read():
 
 def test_unknown_entry_gives_no_hints():
     ptx, _ = compiled("mod_cols.cu")
-    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR) == []
+    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE) == []
 
 
 def test_fast_math_tanh_instruction_in_ptx_text():
@@ -339,7 +344,7 @@ def test_fast_math_tanh_instruction_in_ptx_text():
 
 
 def hints_of(ptx: str) -> int:
-    return len(code_hints(ptx, "k", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+    return len(code_hints(ptx, "k", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
 
 
 # The repository's examples: each gets the hints its comment implies.
@@ -353,7 +358,7 @@ def test_examples_get_their_hints(name, expected):
     sub = read_submission(SUBMISSIONS / name, BIAS_GELU)
     c = compile_kernels(sub.compile_text, sub.name, (exercise.KERNEL_NAME,), "sm_90")
     mangled = c.kernels[exercise.KERNEL_NAME].mangled
-    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+    hs = hint_texts(code_hints(c.ptx, mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
     assert {t for t in (BIAS, LOADS, TANH) if has(hs, t)} == expected
 
 
@@ -373,7 +378,7 @@ from grader.source.contract import parse_contract  # noqa: E402
     "/*\n * version kernels floats/elem ms GB/s\n * biasGeluFused 1 2 0.4881 4124.5\n */",
 ])
 def test_the_pages_row_layouts_are_read_from_plain_comments(line):
-    row = find_row(line + "\n__global__ void biasGeluFused() {}\n")
+    row = find_row(line + "\n__global__ void biasGeluFused() {}\n", NAME)
     assert (row.version, row.kernels, row.floats_per_elem, row.ms, row.gbs) == ("biasGeluFused", 1, 2, 0.4881, 4124.5)
     assert row.problem is None and row.where.startswith("comment, line ")
 
@@ -385,11 +390,11 @@ def test_the_pages_row_layouts_are_read_from_plain_comments(line):
     "// grade: params = x, bias, out, cols\n",
 ])
 def test_what_is_not_the_kernels_row(text):
-    assert find_row(text) is None
+    assert find_row(text, NAME) is None
 
 
 def test_a_row_that_starts_right_but_does_not_parse_is_reported():
-    row = find_row("// biasGeluFused 1 2 fast 4124.5\n")
+    row = find_row("// biasGeluFused 1 2 fast 4124.5\n", NAME)
     assert row.problem and "ms" in row.problem and row.where == "comment, line 1"
 
 
@@ -400,14 +405,14 @@ def test_a_row_that_starts_right_but_does_not_parse_is_reported():
     ("// It reached 0.97 of the\n// copy floor, and cannot exceed 1.\n", 0.97),
 ])
 def test_the_sentence_is_read_from_a_comment_about_the_copy_floor(text, fraction):
-    claim = find_claim(text)
+    claim = find_claim(text, NAME)
     assert claim.fraction == pytest.approx(fraction) and claim.where.startswith("comment, line ")
 
 
 @pytest.mark.parametrize("text", ["// 2 floats per element, 0.5 ms\n", "// biasGeluFused 1 2 0.4881 4124.5 0.96\n",
                                   "// grade: block = 256\n", "// the copy floor is the fastest copy\n"])
 def test_comments_that_are_not_the_sentence(text):
-    assert find_claim(text) is None
+    assert find_claim(text, NAME) is None
 
 
 def test_grade_lines_win_and_plain_comments_fill_in():
@@ -417,7 +422,7 @@ def test_grade_lines_win_and_plain_comments_fill_in():
     assert c.row.ms == 0.5 and c.row.where == "// grade: row"
     assert c.claim.fraction == 0.96 and c.claim.where == "comment, line 3"
     assert "row-missing" not in kinds(byte_count_flags(c.row, c.claim, rows=None, cols=None, floor_gbs=None,
-                                                      measured_gbs=None, measured_ms=None))
+                                                      measured_gbs=None, measured_ms=None, ex=BIAS_GELU))
 
 
 def test_missing_row_and_sentence_are_notes_counted_once_in_the_summary(tmp_path):
@@ -443,7 +448,7 @@ def test_a_raw_string_in_host_code_is_not_a_comment():
             'const char* kOther = u8R"x(a )" // biasGeluFused 1 3 0.2 1.0 1.2\n)x";\n'
             "int main() { return 0; }\n// biasGeluFused 1 2 0.4881 275.0 0.96\n"
             "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
-    row, claim = find_row(text), find_claim(text)
+    row, claim = find_row(text, NAME), find_claim(text, NAME)
     assert (row.floats_per_elem, row.where) == (2, "comment, line 8")
     assert (claim.fraction, claim.where) == (0.96, "comment, line 9")
 
@@ -453,7 +458,7 @@ def test_a_raw_string_whose_delimiter_holds_a_quote_is_not_a_comment():
     # it was read, and flagged as an impossible 1.5)
     text = ('const char* kHelp = R"x"(\n)"";\n// It reached 1.5 of the copy floor.\n)x"";\n'
             "// It reached 0.96 of the copy floor; it cannot exceed 1.\n")
-    claim = find_claim(text)
+    claim = find_claim(text, NAME)
     assert (claim.fraction, claim.where) == (0.96, "comment, line 5")
 
 
@@ -463,7 +468,7 @@ def test_a_comment_continued_by_a_line_splice_goes_on_on_the_next_line():
     text = "int a; // It reached 0.96 of the \\\ncopy floor.\nint b;\n/* one\n * two \\\nthree */\n"
     assert comment_lines(text) == [(1, " It reached 0.96 of the "), (2, "copy floor."), (4, " one"), (5, " two "),
                                    (6, "three ")]
-    assert find_claim(text).fraction == 0.96
+    assert find_claim(text, NAME).fraction == 0.96
 
 
 def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
@@ -472,8 +477,8 @@ def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
             "// staged chain, one region 3 7 1.9798 237.3 0.97\n"
             "// biasGeluFused    1            2  1.4420   93.1    0.94\n"
             "// It reached 0.94 of the copy floor; it cannot exceed 1.\n")
-    assert (find_claim(text).fraction, find_claim(text).where) == (0.94, "comment, line 5")
-    assert find_row(text).ms == 1.442
+    assert (find_claim(text, NAME).fraction, find_claim(text, NAME).where) == (0.94, "comment, line 5")
+    assert find_row(text, NAME).ms == 1.442
 
 
 @pytest.mark.parametrize("sentence", [
@@ -487,26 +492,26 @@ def test_a_pasted_table_is_neither_the_sentence_nor_part_of_it():
     "biasGeluFused reached 94% of the 244.7 GB/s copy ceiling; it cannot exceed 100%.",
 ])
 def test_the_fraction_is_the_number_that_goes_with_the_copy_floor(sentence):
-    assert find_claim(f"// {sentence}\n").fraction == 0.94
+    assert find_claim(f"// {sentence}\n", NAME).fraction == 0.94
     assert parse_claim(sentence).fraction == 0.94
 
 
 def test_a_digit_separator_does_not_hide_the_comment_after_it():
     text = ("constexpr int kRows = 16'384;  // biasGeluFused 1 2 0.4881 275.0 0.96\n"
             "char c = 'x'; // It reached 0.96 x copy\n")
-    assert find_row(text).where == "comment, line 1" and find_claim(text).where == "comment, line 2"
+    assert find_row(text, NAME).where == "comment, line 1" and find_claim(text, NAME).where == "comment, line 2"
 
 
 def test_line_numbers_after_a_string_continued_on_the_next_line():
     text = 'const char* s = "one \\\ntwo";\n// biasGeluFused 1 2 0.4881 275.0 0.96\n'
-    assert find_row(text).where == "comment, line 3"
+    assert find_row(text, NAME).where == "comment, line 3"
 
 
 def test_a_worked_division_over_lines_is_one_sentence():
     text = ("// My kernel reached 239.6 GB/s of the 244.7 GB/s copy floor:\n// 239.6 / 244.7 = 0.979\n"
             "// and it cannot exceed 1 because it moves exactly what copyFloor moves.\n"
             "// biasGeluFused 1 2 0.5601 239.6 0.98\n")
-    claim = find_claim(text)
+    claim = find_claim(text, NAME)
     assert (claim.fraction, claim.where) == (0.979, "comment, line 1")
     assert parse_claim("It only says that it cannot exceed 1.0 x copy.").fraction is None  # a bound, no claim
 
@@ -523,7 +528,7 @@ def test_no_corpus_description_is_taken_for_a_students_sentence():
 
     found = {}
     for path in sorted([*(ROOT / "tests" / "data").rglob("*.cu"), *SUBMISSIONS.glob("*.cu")]):
-        claim = find_claim(path.read_bytes().decode("utf-8", "replace"))
+        claim = find_claim(path.read_bytes().decode("utf-8", "replace"), NAME)
         if claim is not None:
             found[path.relative_to(ROOT).as_posix()] = claim.fraction
     assert found == CORPUS_SENTENCES

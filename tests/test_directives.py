@@ -59,7 +59,7 @@ def leaks(text: str, name: str, canary: Canary) -> str:
     the canary) is graded up to compilation ('' when nothing)."""
     text = text.replace("/etc/passwd", str(canary.path))
     try:
-        prepared = prepare_for_nvrtc(text, name)
+        prepared = prepare_for_nvrtc(text, name, exercise.KERNEL_NAME)
     except SubmissionError as err:
         output = str(err) + err.details
     else:
@@ -123,7 +123,7 @@ def nvrtc_warning_lines(text: str) -> list[int]:
     """Lines of the `#warning` directives NVRTC acts on in `text` as the grader prepares it."""
     import re
 
-    log = nvrtc_log(prepare_for_nvrtc(text, "s.cu"))
+    log = nvrtc_log(prepare_for_nvrtc(text, "s.cu", exercise.KERNEL_NAME))
     return sorted(int(n) for n in re.findall(r"^s\.cu\((\d+)\): warning #1105-D", log, re.M))
 
 
@@ -184,7 +184,7 @@ def test_constructs_nvrtc_reads_its_own_way_are_refused(text, token):
     "#define SUM(a, b) \\\n  ((a) + (b))\n",
 ])
 def test_ordinary_code_is_not_refused(text):
-    out = prepare_for_nvrtc(text + KERNEL, "s.cu")
+    out = prepare_for_nvrtc(text + KERNEL, "s.cu", exercise.KERNEL_NAME)
     assert out.endswith(KERNEL)
 
 
@@ -200,7 +200,7 @@ def test_crlf_file_compiles_with_student_line_numbers():
     text = "#include <cuda_runtime.h>\r\n\r\n__global__ void biasGeluFused(const float* x, const float* b, " \
            "float* o, size_t c) { int y = ; }\r\n"
     with pytest.raises(SubmissionError) as err:
-        compile_kernels(prepare_for_nvrtc(text, "s.cu"), "s.cu", (exercise.KERNEL_NAME,), "sm_90")
+        compile_kernels(prepare_for_nvrtc(text, "s.cu", exercise.KERNEL_NAME), "s.cu", (exercise.KERNEL_NAME,), "sm_90")
     assert "s.cu:3: error" in err.value.details
 
 

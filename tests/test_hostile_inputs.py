@@ -108,7 +108,7 @@ def test_comments_are_found_in_linear_time_among_hostile_literals():
                  lambda n: 'R"x(a)x"' * (n // 8), lambda n: '"\\\n' * (n // 3),
                  lambda n: "// 0.5 x copy 0.5\n" * (n // 18)):
         assert_linear(comment_lines, make, size)
-        assert_linear(find_claim, make, size)
+        assert_linear(lambda text: find_claim(text, BIAS_GELU.kernel_name), make, size)
     assert_linear(parse_claim, lambda n: "0.5 copy floor " * n, 20_000)
 
 
@@ -117,7 +117,7 @@ def test_a_long_row_parses_in_linear_time_and_its_flags_too():
 
     def flags_of(raw):
         return byte_count_flags(parse_row(raw), None, rows=100, cols=1024, floor_gbs=4000.0, measured_gbs=3000.0,
-                                measured_ms=1.0)
+                                measured_ms=1.0, ex=BIAS_GELU)
 
     for make, size in ((lambda n: "biasGeluFused 1 2 0.5 " + "9" * n + "x", 60_000),
                        (lambda n: "biasGeluFused | 1 | 2 | 0.5 | " + "9" * n + "x", 60_000),
@@ -182,7 +182,8 @@ def _compile(text: str, name: str = "s.cu"):
     from grader.exercises import bias_gelu as exercise
     from grader.source.read import prepare_for_nvrtc
 
-    return compile_kernels(prepare_for_nvrtc(text, name), name, (exercise.KERNEL_NAME,), "sm_90")
+    kernel = exercise.KERNEL_NAME
+    return compile_kernels(prepare_for_nvrtc(text, name, kernel), name, (kernel,), "sm_90")
 
 
 def test_compiler_warnings_are_capped_and_the_rest_counted(tmp_path):

@@ -46,7 +46,7 @@ LAYERS = [
     ["grader.timing.contention", "grader.check.verify", "grader.timing.timer", "grader.feedback.hints"],
     ["grader.timing.measure", "grader.output.report"],
     # the exercises, each a folder of data and code the harness takes as an argument (grader.core.exercise)
-    ["grader.exercises", "grader.exercises.bias_gelu.reference"],
+    ["grader.exercises", "grader.exercises.bias_gelu.reference", "grader.exercises.bias_gelu.hints"],
     ["grader.exercises.bias_gelu.mistakes", "grader.exercises.bias_gelu.device"],
     ["grader.exercises.bias_gelu.chain"],
     ["grader.exercises.bias_gelu.exercise"],
@@ -92,12 +92,13 @@ PACKAGES = ["grader.core", "grader.compile", "grader.source", "grader.gpu", "gra
 """The packages, floor first: a module may import only from its own package or one below it, so the package graph
 has no circle either. grader.core is the floor (errors, models, launches as data, text, version); the top-level
 modules of grader (the command line, the lazy Python API) are the roof."""
-PACKAGE_OF = {"grader.exercises.bias_gelu": "grader.core", "grader.exercises.bias_gelu.page_kernels": "grader.gpu"}
-"""Modules placed in another package than their folder's. bias_gelu's constants (its __init__, importing nothing)
-still sit with the floor: the counters' profiled child, the part-3 row flags (grader.source.claims), the whole-program
-extractor's default kernel and the class page's plots read them directly instead of taking an Exercise; and the
-page's chain kernels as data (page_kernels), which the counters' child profiles as the model and page answers
-(issue 32's remaining debt; docs/exercises.md, "What is left (issue 32)")."""
+PACKAGE_OF: dict[str, str] = {}
+"""Modules placed in another package than their folder's: none (issue 32 emptied it; an entry is a debt)."""
+
+NAMES_AN_EXERCISE: set[str] = set()
+"""The harness modules that import an exercise's own folder (grader.exercises.NAME, or a module in it) instead of
+taking an Exercise from their caller: none since issue 32 (the counters and their profiled child were the last).
+The list only shrinks: test_only_the_listed_harness_modules_name_an_exercise fails on a new entry."""
 
 
 def package(name: str) -> str:
@@ -168,6 +169,20 @@ def test_packages_only_import_down():
                     for name, path in mods.items() for dep in imports(path, set(mods)) - {name}
                     if level[package(dep)] > level[package(name)])
     assert not upward, "\n".join(upward)
+
+
+def test_only_the_listed_harness_modules_name_an_exercise():
+    """The harness (every grader module outside grader/exercises/) takes its exercise as an argument
+    (grader.core.exercise.Exercise, found by grader.exercises.get): an import of an exercise's folder is allowed only
+    in NAMES_AN_EXERCISE, and each module listed there must still have one (else it leaves the list)."""
+    mods = modules()
+    naming = {name for name, path in mods.items()
+              if name.startswith("grader") and not name.startswith("grader.exercises")
+              and any(dep.startswith("grader.exercises.") for dep in imports(path, set(mods)))}
+    assert not naming - NAMES_AN_EXERCISE, f"these import an exercise's folder; take an Exercise instead: " \
+                                           f"{sorted(naming - NAMES_AN_EXERCISE)}"
+    assert not NAMES_AN_EXERCISE - naming, f"no longer naming an exercise, remove from NAMES_AN_EXERCISE: " \
+                                           f"{sorted(NAMES_AN_EXERCISE - naming)}"
 
 
 def test_reference_kernels_sit_above_the_whole_grader():

@@ -137,7 +137,7 @@ def test_module_layout_is_normalized_and_data_still_counts(oracle, tool):
     assert oracle.judge(tool, MODULE_DATA, "k.cu").verdict == "same"
     from grader.source.read import prepare
 
-    graded = prepare(MODULE_DATA, "k.cu")[0]
+    graded = prepare(MODULE_DATA, "k.cu", "biasGeluFused")[0]
     assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace("0.25f}", "0.75f}"))  # a value
     assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace('"first', '"First'))  # a string
     assert not kernels_agree(oracle, tool, MODULE_DATA, graded.replace("(256)", "(128)"))  # launch bounds

@@ -85,7 +85,7 @@ def test_directives_nvcc_honours_and_nvrtc_ignores_are_refused(lines, token, wor
         _, got, why = result.refusal
         assert got == token and words in why
         with pytest.raises(SubmissionError) as err:
-            prepare(text, "k.cu")
+            prepare(text, "k.cu", "biasGeluFused")
         assert token in str(err.value) and words in str(err.value)
 
 
@@ -98,7 +98,7 @@ def test_directives_read_alike_are_not_refused(lines):
 def test_the_line_named_is_the_pragmas():
     text = file_with('\n\n#pragma pop_macro("SCALE")\n', program=True)
     with pytest.raises(SubmissionError, match=r"k\.cu:5: refused `#pragma pop_macro`"):
-        prepare(text, "k.cu")
+        prepare(text, "k.cu", "biasGeluFused")
 
 
 def test_many_pragmas_are_read_in_linear_time():

@@ -192,7 +192,7 @@ def test_the_toolkit_headers_write_the_version_as_the_prelude_computes_it():
     ("cuda_runtime.h", "struct S { int a; float b; }; static_assert(offsetof(S, b) == 4 && INT_MAX > 0, \"\");"),
 ])
 def test_a_file_that_includes_a_header_has_what_it_defines(header, use):
-    text, _ = prepare(f"#include <{header}>\n{use}\n{KERNEL}", "s.cu")
+    text, _ = prepare(f"#include <{header}>\n{use}\n{KERNEL}", "s.cu", exercise.KERNEL_NAME)
     compile_kernels(text, "s.cu", (exercise.KERNEL_NAME,), "sm_90")
 
 
@@ -203,7 +203,7 @@ MAIN = "int main() { printf(\"%d\\n\", EOF); return 0; }\n"
 @pytest.mark.parametrize("condition", ["#ifdef EOF", "#if defined(EOF) && EOF == -1", "#ifndef EOF_IS_UNDEFINED"])
 def test_a_whole_program_reads_a_host_headers_macro_as_defined(condition):
     text = f"#include <cstdio>\n{condition}\n{KERNEL}#else\n{WRONG}#endif\n{MAIN}"
-    compile_text, ex = prepare(text, "s.cu")
+    compile_text, ex = prepare(text, "s.cu", exercise.KERNEL_NAME)
     assert ex.whole_program and "EOF" in header_macro_names(ex.headers)
     info = compile_kernels(compile_text, "s.cu", (exercise.KERNEL_NAME,), "sm_90").kernels[exercise.KERNEL_NAME]
     assert len(info.params) == 4  # the kernel nvcc builds, not the #else one
@@ -213,11 +213,11 @@ def test_a_whole_program_uses_a_host_macro_in_device_code():
     body = ("#include <cstdio>\n#include <climits>\n__device__ int eofOr(int v) { return v < 0 ? EOF : v; }\n"
             "__device__ float inf() { return INFINITY; }\n" + KERNEL.replace("out[i] =", "out[i] = inf() + eofOr(i) +")
             + "int main() { return 0; }\n")
-    compile_text, ex = prepare(body, "s.cu")
+    compile_text, ex = prepare(body, "s.cu", exercise.KERNEL_NAME)
     assert ex.whole_program and "#define EOF (-1)" in compile_text and "INFINITY __builtin_bit_cast" in compile_text
     compile_kernels(compile_text, "s.cu", (exercise.KERNEL_NAME,), "sm_90")
     # a file that is only device code is NVRTC's, as before: nothing of a host header is defined for it
-    assert "EOF" not in prepare(f"#include <climits>\n{KERNEL}", "s.cu")[0]
+    assert "EOF" not in prepare(f"#include <climits>\n{KERNEL}", "s.cu", exercise.KERNEL_NAME)[0]
 
 
 def test_each_definition_of_the_prelude_stands_alone():
@@ -233,9 +233,10 @@ def test_each_definition_of_the_prelude_stands_alone():
 
 
 def test_only_the_names_a_whole_program_uses_are_defined():
-    compile_text, ex = prepare(f"#include <cstdio>\n{KERNEL}int main() {{ return 0; }}\n", "s.cu")
+    program = f"#include <cstdio>\n{KERNEL}int main() {{ return 0; }}\n"
+    compile_text, ex = prepare(program, "s.cu", exercise.KERNEL_NAME)
     assert ex.whole_program and compile_text.startswith(prelude(ex.headers) + "#line ")
-    assert "EOF" not in extract(f"#include <cstdio>\n{KERNEL}int main() {{ return 0; }}\n", "s.cu").names
+    assert "EOF" not in extract(program, "s.cu", exercise.KERNEL_NAME).names
 
 
 # --- grader/source/host_macros.json -------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def today(text: str, name: str) -> str:
     with its allowed includes blanked."""
     result = scan(text)
     assert result.refusal is None
-    return f'{prelude(extract(text, name).headers)}#line 1 "{name}"\n{result.normalized}'
+    return f'{prelude(extract(text, name, KERNEL).headers)}#line 1 "{name}"\n{result.normalized}'
 
 
 def compile_sub(text: str, name: str):
@@ -141,7 +141,7 @@ def test_the_report_summary_and_parts():
     assert parts["copyFloor"].kind == "kernel" and parts["CUDA_CHECK"].kind == "macro"
     assert parts["Buffers"].kind == "type"
     assert KERNEL not in parts
-    assert Extracted("", (), (), False).summary() == ""
+    assert Extracted("", (), (), False, KERNEL).summary() == ""
 
 
 # --- a file that is not a whole program is compiled as before --------------------------------------------
@@ -153,10 +153,10 @@ KERNEL_ONLY = sorted([*(ROOT / "submissions").glob("*.cu"), *(DATA / "hints").gl
 @pytest.mark.parametrize("path", KERNEL_ONLY, ids=lambda p: p.name)
 def test_a_kernel_only_file_gives_byte_identical_compile_text(path):
     text = path.read_bytes().decode()
-    compile_text, program = prepare(text, path.name)
+    compile_text, program = prepare(text, path.name, KERNEL)
     assert program is None
     assert compile_text == today(text, path.name)
-    assert prepare_for_nvrtc(text, path.name) == compile_text
+    assert prepare_for_nvrtc(text, path.name, KERNEL) == compile_text
 
 
 @pytest.mark.parametrize("text", [
@@ -168,8 +168,8 @@ def test_a_kernel_only_file_gives_byte_identical_compile_text(path):
 ])
 def test_device_code_alone_is_not_a_whole_program(text):
     full = text + "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
-    assert extract(full, "s.cu").whole_program is False
-    assert prepare(full, "s.cu") == (today(full, "s.cu"), None)
+    assert extract(full, "s.cu", KERNEL).whole_program is False
+    assert prepare(full, "s.cu", KERNEL) == (today(full, "s.cu"), None)
 
 
 @pytest.mark.parametrize("text", [
@@ -180,7 +180,7 @@ def test_device_code_alone_is_not_a_whole_program(text):
 ])
 def test_host_code_makes_a_whole_program(text):
     full = text + "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
-    ex = extract(full, "s.cu")
+    ex = extract(full, "s.cu", KERNEL)
     assert ex.whole_program
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
@@ -188,12 +188,12 @@ def test_host_code_makes_a_whole_program(text):
 def test_every_program_header_is_blanked_and_others_stay_refused():
     body = "".join(f"#include <{h}>\n" for h in sorted(PROGRAM_INCLUDES)) + "int main() { return 0; }\n" + \
         "__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c) {}\n"
-    ex = extract(body, "s.cu")
+    ex = extract(body, "s.cu", KERNEL)
     assert set(ex.headers) == PROGRAM_INCLUDES and "include" not in ex.text
     for refused in ('#include "helpers.cuh"', "#include <cuda_fp16.h>", "#include <cooperative_groups.h>",
                     "#include <thrust/device_vector.h>", "#include </etc/passwd>"):
         with pytest.raises(SubmissionError, match="refused `#include`") as err:
-            extract("#include <vector>\n" + refused + "\n" + body, "s.cu")
+            extract("#include <vector>\n" + refused + "\n" + body, "s.cu", KERNEL)
         assert str(err.value).startswith("s.cu:2: ")
 
 
@@ -201,7 +201,7 @@ def test_a_refusal_in_a_kernel_only_file_reads_as_before():
     text = '#include "/etc/passwd"\n' + K.format("")
     line, token, why = scan(text).refusal
     with pytest.raises(SubmissionError) as err:
-        prepare_for_nvrtc(text, "s.cu")
+        prepare_for_nvrtc(text, "s.cu", KERNEL)
     assert str(err.value) == f"s.cu:{line}: refused `{token}`: {why}"
 
 
@@ -283,7 +283,7 @@ def test_crlf_program_reads_as_its_lf_twin(tmp_path):
      "out[0] = g(1);", ("g",)),
 ])
 def test_the_device_code_the_kernel_uses_is_kept_and_compiles(before, body, kept):
-    ex = extract("#include <cstdio>\n" + before + K.format(body) + MAIN, "s.cu")
+    ex = extract("#include <cstdio>\n" + before + K.format(body) + MAIN, "s.cu", KERNEL)
     assert ex.kept == kept
     assert "main" in ex.ignored
     if "#undef" in before:
@@ -294,7 +294,7 @@ def test_the_device_code_the_kernel_uses_is_kept_and_compiles(before, body, kept
 def test_a_macro_defined_inside_left_out_code_is_kept_alone():
     text = ("#include <cstdio>\n__global__ void biasGeluFused(const float* x, const float* b, float* o, size_t c);\n"
             "int main() {\n#define SCALE 2.0f\n  return 0;\n}\n" + K.format("out[0] = SCALE * x[0];"))
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.kept == ("SCALE",) and ex.ignored == ("main",)
     assert '#line 4 "s.cu"\n#define SCALE 2.0f\n' in ex.text
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
@@ -305,7 +305,7 @@ def test_empty_conditional_groups_and_if0_code_are_left_out():
             "#ifdef _WIN32\n#define EXPORT __declspec(dllexport)\n"
             "#else\n#define EXPORT\n#endif\n#ifndef __CUDACC__\n#error build with nvcc\n#endif\n"
             "#pragma unroll\n" + K.format("out[0] = x[0];") + MAIN)
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.kept == () and "EXPORT" in ex.ignored and "old" not in ex.ignored
     assert "#if" not in ex.text and "#error" not in ex.text and "#pragma unroll" in ex.text
 
@@ -313,7 +313,7 @@ def test_empty_conditional_groups_and_if0_code_are_left_out():
 def test_a_student_placeholder_pragma_stays_a_pragma():
     text = "#include <cstdio>\n__device__ float g(float v) {\n#pragma grader_line\n  return v;\n}\n" + \
         K.format("out[0] = g(x[0]);") + MAIN
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert f"{LINE_PLACEHOLDER}\n  return v;" in ex.text
     assert ex.text.count("#line ") == 1
 
@@ -337,14 +337,14 @@ def test_a_student_placeholder_pragma_stays_a_pragma():
 ])
 def test_what_cannot_be_separated_is_refused_with_one_message(text, says):
     with pytest.raises(SubmissionError) as err:
-        extract(text, "s.cu")
+        extract(text, "s.cu", KERNEL)
     assert err.value.stage == "source" and str(err.value).startswith(says)
 
 
 def test_versions_in_the_branches_of_one_if_are_not_defined_twice():
     text = ("int main() { return 0; }\n#if VARIANT == 4\n" + K.format("out[0] = 4;") + "#elif VARIANT == 2\n" +
             K.format("out[0] = 2;") + "#else\n" + K.format("out[0] = 1;") + "#endif\n")
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.text.count("__global__") == 3 and ex.kernel_line == 3
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
@@ -354,13 +354,13 @@ def test_branches_nvrtc_certainly_skips_are_left_out():
     text = ("#include <cstdio>\n#ifdef USE_ALT\n" + K.format("out[0] = 2;") + "#endif\n" + K.format("out[0] = 1;")
             + "#ifndef __CUDA_ARCH__\nint hostOnly() { return 1; }\n#endif\n#if !defined(DEBUG)\n__device__ int g;\n"
             "#else\nint h;\n#endif\n#if defined DEBUG2 || 1\nint unknown;\n#endif\n" + MAIN)
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.text.count("__global__") == 1 and ex.kernel_line == 5
     assert ex.ignored == ("g", "unknown", "main")  # hostOnly and h are in skipped branches: not even listed
     # a macro the file defines (or undefines) anywhere is not known
     text = "#define USE_ALT\n" + text
     with pytest.raises(SubmissionError, match="defined twice"):
-        extract(text, "s.cu")
+        extract(text, "s.cu", KERNEL)
 
 
 # --- the new path cannot read a file --------------------------------------------------------------------
@@ -376,10 +376,10 @@ def test_program_leak_cases_are_refused_or_read_nothing(path):
     text = path.read_bytes().decode()
     if path.name in LEAK_REFUSED:
         with pytest.raises(SubmissionError, match=r"refused `(#|%:)(include|line)`") as err:
-            prepare_for_nvrtc(text, path.name)
+            prepare_for_nvrtc(text, path.name, KERNEL)
         assert str(err.value).startswith(f"{path.name}:{LEAK_REFUSED[path.name]}: ")
         return
-    compiled_text = prepare_for_nvrtc(text, path.name)
+    compiled_text = prepare_for_nvrtc(text, path.name, KERNEL)
     assert "/etc/passwd" not in compiled_text and "#include" not in compiled_text
     compile_sub(compiled_text, path.name)
 
@@ -402,7 +402,7 @@ def _fill(prefix: str, unit: str, suffix: str, size: int = CAP) -> str:
 def _prepared(text: str):
     """prepare() on `text`: its result, or the SubmissionError it raised."""
     try:
-        return prepare(text, "s.cu")
+        return prepare(text, "s.cu", KERNEL)
     except SubmissionError as err:
         return err
 
@@ -466,7 +466,7 @@ def test_the_parameter_list_is_read_from_the_kernel_in_a_program():
             'int main() { void (*k)(const float*, const float*, float*, size_t) = biasGeluFused; return 0; }\n'
             + K.format("out[0] = x[0];"))
     assert source_signature(text, KERNEL) == PLAIN_SIGNATURE
-    assert extract(text, "s.cu").ignored == ("launch_biasGeluFused", "main")
+    assert extract(text, "s.cu", KERNEL).ignored == ("launch_biasGeluFused", "main")
 
 
 # --- what students write that a first version refused or compiled wrongly ---------------------------------
@@ -482,7 +482,7 @@ KG = K.format("size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; "
     ("__device__ float4 operator+(float4, float4);\n", ("g",)),  # an unused prototype, named as it is
 ])
 def test_operators_with_an_equals_sign_and_default_template_arguments(helper, kept):
-    ex = extract("#include <cstdio>\n" + G + helper + KG + MAIN, "s.cu")
+    ex = extract("#include <cstdio>\n" + G + helper + KG + MAIN, "s.cu", KERNEL)
     assert ex.whole_program and ex.kept == kept, ex.parts
     assert "float4" not in ex.ignored and all(p.name != "float4" for p in ex.parts)
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
@@ -490,16 +490,16 @@ def test_operators_with_an_equals_sign_and_default_template_arguments(helper, ke
 
 def test_an_unknown_name_in_if_is_0_as_the_preprocessor_reads_it():
     main = "int main() {\n#if TIMING\n  for (int r = 0; r < 10; ++r) {\n#else\n  {\n#endif\n  }\n  return 0;\n}\n"
-    ex = extract("#include <cmath>\n" + G + KG + main, "s.cu")  # only allowed headers: split all the same
+    ex = extract("#include <cmath>\n" + G + KG + main, "s.cu", KERNEL)  # only allowed headers: split all the same
     assert ex.whole_program and ex.ignored == ("main",)
-    ex = extract("#include <cstdio>\n#if !TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu")
+    ex = extract("#include <cstdio>\n#if !TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu", KERNEL)
     assert ex.kept == ("g",) and "#if !TIMING" in ex.text
 
 
 def test_a_program_with_only_allowed_headers_that_cannot_be_split_gets_the_split_message():
     main = "int main() {\n#ifdef _MSC_VER\n  {\n#else\n  {\n#endif\n  }\n  return 0;\n}\n"
     with pytest.raises(SubmissionError, match=r"s.cu:4: cannot split your program into declarations here"):
-        extract("#include <cmath>\n" + G + KG + main, "s.cu")
+        extract("#include <cmath>\n" + G + KG + main, "s.cu", KERNEL)
 
 
 def test_a_define_under_an_if_inside_main_is_refused_not_kept_without_its_if():
@@ -507,9 +507,9 @@ def test_a_define_under_an_if_inside_main_is_refused_not_kept_without_its_if():
     kernel = K.format("size_t c = blockIdx.x * (size_t)BLOCK + threadIdx.x; if (c < cols) out[c] = g(x[c]);")
     with pytest.raises(SubmissionError, match=r"s.cu:5: `BLOCK`, which biasGeluFused uses, is set by a #define "
                                               r"inside `main` under an #if there"):
-        extract("#include <cstdio>\n" + G + main + kernel, "s.cu")
+        extract("#include <cstdio>\n" + G + main + kernel, "s.cu", KERNEL)
     plain = "int main() {\n#define BLOCK 256\n  return 0;\n}\n"  # no #if: kept alone, as before
-    assert "#define BLOCK 256" in extract("#include <cstdio>\n" + G + plain + kernel, "s.cu").text
+    assert "#define BLOCK 256" in extract("#include <cstdio>\n" + G + plain + kernel, "s.cu", KERNEL).text
 
 
 def test_class_definitions_run_together_are_read_without_recursing():
@@ -531,9 +531,9 @@ def test_class_definitions_run_together_are_read_without_recursing():
 def test_the_macros_and_types_of_the_headers_a_file_includes_are_there(header, use):
     body = f"#include <{header}>\n__device__ float g(float v) {{ return {use}; }}\n" + KG
     for text in (body, body + MAIN):  # the kernel alone, and in a program
-        sub_text, _ = prepare(text, "s.cu")
+        sub_text, _ = prepare(text, "s.cu", KERNEL)
         compile_sub(sub_text, "s.cu")
-    assert "M_PI" not in prepare(KG.replace("g(", "("), "s.cu")[0]  # nothing included, nothing added
+    assert "M_PI" not in prepare(KG.replace("g(", "("), "s.cu", KERNEL)[0]  # nothing included, nothing added
 
 
 def test_names_nvrtc_or_the_prelude_defines_are_not_read_as_undefined():
@@ -542,28 +542,29 @@ def test_names_nvrtc_or_the_prelude_defines_are_not_read_as_undefined():
                         ("#if CUDART_VERSION", "1.0f"), ("#ifndef assert", "2.0f")):
         text = "#include <cstdio>\n" + G + f"{cond}\n#define kScale 1.0f\n#else\n#define kScale 2.0f\n#endif\n" + \
             KG.replace("g(x[", "kScale * g(x[") + MAIN
-        ex = extract(text, "s.cu")
+        ex = extract(text, "s.cu", KERNEL)
         assert f"#define kScale {taken}" in ex.text, (cond, ex.text)  # the branch NVRTC takes is kept
         compile_sub(prelude(ex.headers) + ex.text, "s.cu")
     text = ("#include <cmath>\n#include <cstdio>\n#ifdef M_SQRT1_2\nconstexpr float kInv = (float)M_SQRT1_2;\n"
             "#else\nconstexpr float kInv = 0.70710678f;\n#endif\n"
             "__device__ float g(float v) { return 0.5f * v * (1.0f + erff(v * kInv)); }\n" + KG + MAIN)
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.kept == ("kInv", "g") and "#ifdef M_SQRT1_2" in ex.text
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
     # without an answer from NVRTC nothing is decided on such a name: both branches stay for NVRTC
-    ex = extract("#include <cstdio>\n#ifdef TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu", compiler_defines=None)
+    ex = extract("#include <cstdio>\n#ifdef TIMING\n" + G + "#endif\n" + KG + MAIN, "s.cu", KERNEL,
+                 compiler_defines=None)
     assert "#ifdef TIMING" in ex.text
 
 
 def test_a_shift_in_a_default_template_argument_and_attributes():
     copy = "template <int kBlock = 1 << 8, bool kWide = (kBlock <= 256)>\n" \
            "__global__ void copyFloor(const float* in, float* out) { out[threadIdx.x] = in[kBlock]; }\n"
-    ex = extract("#include <cstdio>\n" + G + copy + KG + MAIN, "s.cu")
+    ex = extract("#include <cstdio>\n" + G + copy + KG + MAIN, "s.cu", KERNEL)
     assert ex.kept == ("g",) and "copyFloor" in ex.ignored
     text = ("#include <cstdio>\n[[maybe_unused]] constexpr float kInv = 0.70710678f;\n"
             "[[nodiscard]] __device__ float g(float v) { return 0.5f * v * (1.0f + erff(v * kInv)); }\n" + KG + MAIN)
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert ex.kept == ("kInv", "g")
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")
 
@@ -576,6 +577,6 @@ def test_a_kernel_in_a_raw_string_whose_delimiter_holds_a_quote_is_not_extracted
             "{ out[0] = 1; }\n"
             'const char* kTail = R"(\n)x"";\n' + K.format("out[threadIdx.x] = x[threadIdx.x] + bias[0];")
             + '// )";\n' + "int main() { std::puts(kDoc); return 0; }\n")
-    ex = extract(text, "s.cu")
+    ex = extract(text, "s.cu", KERNEL)
     assert (ex.kernel_line, ex.ignored) == (7, ("kDoc", "main")) and "out[0] = 1;" not in ex.text
     compile_sub(prelude(ex.headers) + ex.text, "s.cu")

@@ -24,6 +24,10 @@ from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
 from grader.feedback.sass import Disassembler, DisassemblyError
 from grader.source.read import read_submission
 
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+"""What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
+name and its own hint producer (the tanh GELU hint)."""
+
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 SCALAR, FLOOR = 2684.0, 4232.0  # an H200's one-float copy and copy floor, GB/s (as in test_flags_hints)
 BIAS, LOADS, TANH = "look at your bias index first", "is 4 bytes wide", "is a different function"
@@ -71,7 +75,7 @@ def _facts(name: str, tool: Disassembler, arch: str, source: str | None):
 
 def hints_of(name: str, scalar=SCALAR, floor=FLOOR, tool: Disassembler | None = None) -> list[str]:
     return hint_texts(sass_hints(facts_of(name, tool), scalar_copy_gbs=scalar, floor_gbs=floor,
-                                 floor_name="cuMemcpyDtoD"))
+                                 floor_name="cuMemcpyDtoD", **PAGE))
 
 
 def kinds(hs: list[str]) -> set[str]:
@@ -159,7 +163,8 @@ def test_a_helper_named_like_the_routine_and_round_up_conversions_are_not_divisi
     for tool in TOOLS:
         f = facts_of("round_up", tool, source=round_up)
         assert not f.int_division and f.division_sequences == (), (tool.tool, f)
-        assert not any("divides" in h for h in hint_texts(sass_hints(f, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR)))
+        hs = hint_texts(sass_hints(f, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
+        assert not any("divides" in h for h in hs)
 
 
 @needs_tool
@@ -215,7 +220,7 @@ def test_other_math_functions_do_not_look_like_tanh():
     f = facts_of("math", source=source)
     assert f.mufu_count("EX2") >= 5 and f.mufu_count("RCP") >= 5  # they do use both units
     assert f.exp_reciprocals == 0 and f.mufu_count("TANH") == 0
-    assert not any(TANH in h for h in hint_texts(sass_hints(f, scalar_copy_gbs=None, floor_gbs=None)))
+    assert not any(TANH in h for h in hint_texts(sass_hints(f, scalar_copy_gbs=None, floor_gbs=None, **PAGE)))
     assert facts_of("tanhf", source=source.replace("erff(v)", "tanhf(v)")).exp_reciprocals == 1  # the control
 
 
@@ -312,7 +317,7 @@ def test_hints_that_the_ptx_cannot_give():
     for name, kind in (("quick_gelu.cu", TANH), ("local_array.cu", LOCAL), ("spill.cu", LOCAL),
                        ("many_registers.cu", REGS)):
         _, ptx, info = build(name)
-        from_ptx = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))
+        from_ptx = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))
         assert kind not in kinds(from_ptx), name
         assert kind in kinds(hints_of(name)), name
 
@@ -368,11 +373,11 @@ def test_register_limit_arithmetic():
 def test_code_hints_reads_the_cubin_when_given_one():
     cubin, ptx, info = build("mod_cols.cu")
     hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin,
-                               arch="sm_90"))
+                               arch="sm_90", **PAGE))
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_SASS in h for h in hs)
-    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR))  # no cubin: the PTX
+    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, **PAGE))  # no cubin: the PTX
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_PTX in h for h in hs)
-    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin) == []
+    assert code_hints(ptx, "_Z5otherv", scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin, **PAGE) == []
 
 
 # --- finding and running a disassembler, and the PTX fallback (no real disassembler needed) --------------
@@ -394,7 +399,7 @@ def test_without_a_disassembler_the_hints_come_from_the_ptx(no_disassembler):
     for name, expected in (("mod_cols.cu", {BIAS, LOADS}), ("tanh.cu", {TANH, LOADS}), ("gold_float4.cu", set())):
         cubin, ptx, info = build(name)
         hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin,
-                               arch="sm_90"))
+                               arch="sm_90", **PAGE))
         assert kinds(hs) == expected and all(FROM_PTX in h for h in hs), name
     assert sass.sass_facts(build("mod_cols.cu")[0], build("mod_cols.cu")[2].mangled) is None
 
@@ -413,7 +418,7 @@ def test_a_failing_disassembler_falls_back_to_the_ptx(tmp_path, monkeypatch, bod
     monkeypatch.setattr(sass_disassembler, "MAX_OUTPUT_BYTES", 1 << 16)
     monkeypatch.setattr(sass, "find_disassembler", lambda: tool)
     cubin, ptx, info = build("mod_cols.cu")
-    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin))
+    hs = hint_texts(code_hints(ptx, info.mangled, scalar_copy_gbs=SCALAR, floor_gbs=FLOOR, cubin=cubin, **PAGE))
     assert kinds(hs) == {BIAS, LOADS} and all(FROM_PTX in h for h in hs)
 
 

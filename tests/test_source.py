@@ -64,13 +64,13 @@ def test_non_utf8_message_names_the_line(tmp_path):
 )
 def test_include_forms_are_refused(directive):
     with pytest.raises(SubmissionError, match="refused") as err:
-        prepare_for_nvrtc(directive + "\n" + KERNEL, "s.cu")
+        prepare_for_nvrtc(directive + "\n" + KERNEL, "s.cu", BIAS_GELU.kernel_name)
     assert err.value.stage == "source"
 
 
 def test_allowed_includes_are_blanked_and_lines_kept():
     text = "#include <cuda_runtime.h>\n#include <cstdint>\n" + KERNEL
-    out = prepare_for_nvrtc(text, "s.cu")
+    out = prepare_for_nvrtc(text, "s.cu", BIAS_GELU.kernel_name)
     body = out.split('#line 1 "s.cu"\n', 1)[1]
     assert "include" not in body
     assert body.splitlines()[2] == KERNEL.strip()

@@ -29,7 +29,7 @@ KERNEL = "__global__ void biasGeluFused(const float* x, const float* b, float* o
 )
 def test_bypasses_are_refused(text, token, line):
     with pytest.raises(SubmissionError, match="refused") as err:
-        prepare_for_nvrtc(text + KERNEL, "s.cu")
+        prepare_for_nvrtc(text + KERNEL, "s.cu", BIAS_GELU.kernel_name)
     assert err.value.stage == "source"
     assert f"s.cu:{line}: refused `{token}`" in str(err.value)
 
@@ -37,19 +37,19 @@ def test_bypasses_are_refused(text, token, line):
 @pytest.mark.parametrize("text", ['#/* a\ncomment */include "/etc/passwd"\n', '#\t/**/ /**/\vembed "/etc/passwd"\n'])
 def test_comments_between_hash_and_name_are_refused(text):
     with pytest.raises(SubmissionError, match="refused"):
-        prepare_for_nvrtc(text + KERNEL, "s.cu")
+        prepare_for_nvrtc(text + KERNEL, "s.cu", BIAS_GELU.kernel_name)
 
 
 def test_ordinary_sources_still_pass():
     text = ('#include <cuda_runtime.h>\n#define ELEMS 4\n#define IDX(r, c) ((r) * cols + (c))\n'
             'const char* s = "# not a directive";  // a comment\n' + KERNEL)
-    assert KERNEL in prepare_for_nvrtc(text, "s.cu")
+    assert KERNEL in prepare_for_nvrtc(text, "s.cu", BIAS_GELU.kernel_name)
 
 
 @pytest.mark.parametrize("name", ['x".cu', 'a\n#include "/etc/passwd"\n.cu', "a b\\c.cu", "\x1b[31mred.cu"])
 def test_file_name_cannot_inject_into_line_directive(tmp_path, name):
     assert safe_source_name(name).replace("_", "").replace(".", "").isalnum()
-    out = prepare_for_nvrtc(KERNEL, name)
+    out = prepare_for_nvrtc(KERNEL, name, BIAS_GELU.kernel_name)
     assert "/etc/passwd" not in out and '"' not in out.split("#line 1 ", 1)[1][1:].split("\n")[0][:-1]
     p = tmp_path / name.replace("/", "_")
     p.write_text(KERNEL)

@@ -36,7 +36,6 @@ from grader.batch.classpage_assets import SCRIPT, STYLE
 from grader.batch.gradebook import BatchResult, Gradebook
 from grader.core import exercise as course
 from grader.core.text import printable
-from grader.exercises import bias_gelu as exercise
 from grader.output.student_files import report_file
 from grader.output.svgplot import escape
 
@@ -108,7 +107,7 @@ def graded_on(book: Gradebook) -> list[tuple[str, str]]:
     nvrtc = Counter(r.report.versions.get("nvrtc", "") for r in rows if r.report.versions.get("nvrtc"))
     facts.append(("Grader", _versions(book) + (f"; NVRTC {_counted(nvrtc)}" if nvrtc else "")))
     facts.append(("Thresholds", f"{course.THRESHOLDS_TEXT} of the copy floor; bytes counted: "
-                  f"{exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT} per element"))
+                  f"{plots.bytes_per_elem(rows)} per element"))
     facts.append(("Settings", _settings(rows)))
     finished = sorted(r.finished for r in book.rows if r.finished)
     if finished:
@@ -353,11 +352,10 @@ def _shapes() -> str:
 
 
 def _kernel(rows: list) -> str:
-    """The kernel the class wrote: the one its reports name (the default exercise's for reports that name none)."""
-    from grader import exercises
-
+    """The kernel the class wrote: the one its reports name (else their exercise's: grader.batch.classplots.
+    class_exercises)."""
     named = {r.report.kernel for r in rows if r.report and r.report.kernel}
-    return escape(" / ".join(sorted(named))) if named else exercises.get().kernel_name
+    return escape(" / ".join(sorted(named or {ex.kernel_name for ex in plots.class_exercises(rows)})))
 
 
 def class_page(book: Gradebook) -> str:

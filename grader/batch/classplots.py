@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 
+from grader import exercises
 from grader.batch.classpage_assets import BLUE, MARKS
 from grader.batch.gradebook import BIN_WIDTH, BINS, BatchResult, fraction_bins
 from grader.batch.triage import GROUPS, Points, group
 from grader.core import exercise as course
+from grader.core.exercise import Exercise
 from grader.core.text import printable
-from grader.exercises import bias_gelu as exercise
 from grader.output.gradescope import is_graded
 from grader.output.svgplot import FONT, Plot, nice_ticks
 
@@ -65,12 +66,36 @@ def claimed(row: BatchResult) -> float | None:
     return contract.row.x_copy if contract.row is not None else None
 
 
+def exercise_of(row: BatchResult) -> Exercise | None:
+    """The exercise `row`'s report answers (GradeReport.exercise; a report that names none was graded as the default
+    exercise, grader.exercises.DEFAULT), None for a row without a report."""
+    if row.report is None:
+        return None
+    return exercises.get(row.report.exercise or exercises.DEFAULT)
+
+
+def class_exercises(rows: list[BatchResult]) -> list[Exercise]:
+    """The exercises the rows' reports answer, by name: one for a class (`grade batch --exercise` grades every file
+    as one); the default exercise when no row has a report (a batch's rows name theirs: grader.batch.worker)."""
+    found = {ex.name: ex for r in rows if (ex := exercise_of(r)) is not None}
+    return [found[name] for name in sorted(found)] or [exercises.get(exercises.DEFAULT)]
+
+
+def bytes_per_elem(rows: list[BatchResult]) -> str:
+    """The bytes per element the rows' exercises' byte models count (Exercise.floats_per_element x 4), as text:
+    '8', or '8 / 12' for rows of exercises that count differently."""
+    counts = sorted({ex.floats_per_element * course.BYTES_PER_FLOAT for ex in class_exercises(rows)})
+    return " / ".join(str(n) for n in counts)
+
+
 def dram_per_elem(row: BatchResult) -> float | None:
-    """DRAM bytes read plus written per element by the student's kernel, where counters were measured."""
+    """DRAM bytes read plus written per element by the student's kernel (the counters' launch labelled with the
+    kernel's name, the one its report names), where counters were measured."""
     c = row.report.counters if row.report else None
     if c is None or c.unavailable:
         return None
-    mine = next((k for k in c.kernels if k.label == exercise.KERNEL_NAME), None)
+    kernel = row.report.kernel or exercise_of(row).kernel_name
+    mine = next((k for k in c.kernels if k.label == kernel), None)
     return mine.dram_per_elem if mine else None
 
 
@@ -191,11 +216,12 @@ def claims_plot(rows: list[BatchResult]) -> tuple[str, int, int]:
 
 def dram_plot(rows: list[BatchResult]) -> tuple[str, int]:
     """DRAM bytes per element (x) against the fraction (y) of the rows whose counters were measured, with the
-    byte model's 8 bytes; returns the SVG ("" when none was measured) and the count drawn."""
+    byte model's bytes (the drawn rows' exercise's: Exercise.floats_per_element x 4, 8 for biasGeluFused; the most of
+    them, were rows of two exercises drawn); returns the SVG ("" when none was measured) and the count drawn."""
     drawn = [(r, d) for r in rows if (d := dram_per_elem(r)) is not None and r.fraction is not None]
     if not drawn:
         return "", 0
-    model = exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT
+    model = max(ex.floats_per_element for ex in class_exercises([r for r, _ in drawn])) * course.BYTES_PER_FLOAT
     x_hi = max([model * 1.5] + [d * 1.05 for _, d in drawn])
     y_hi = max([1.05] + [r.fraction * 1.05 for r, _ in drawn])
     plot = Plot(title="DRAM bytes per element (Nsight Compute)", x_label="DRAM bytes read + written per element",

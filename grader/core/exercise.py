@@ -230,6 +230,12 @@ class Exercise:
         division_lead, division_tail, width_tail); {} for the page's."""
         return {}
 
+    def code_hints(self, signs) -> list:
+        """The exercise's own hints from its kernel's code: grader.feedback.hints.code_hints hands it what it read
+        there (a grader.feedback.hints.CodeSigns: the kernel's name, machine code or PTX, the signs of a tanh) and
+        places the returned grader.feedback.hint.Hints after the division and load-width hints. [] for none."""
+        return []
+
     def problem(self, dims: tuple[int, ...]) -> Problem:
         """The Problem of size `dims`."""
         raise NotImplementedError

@@ -1,5 +1,7 @@
 """Hints from the compiled code: what the submission's machine code (or, without a disassembler, its PTX)
-says about the page's three classic mistakes, and about local memory and registers.
+says about the page's classic mistakes (a division in the index, 4-byte loads), about local memory and registers,
+and the signs of a tanh, which the exercise turns into its own hint (Exercise.code_hints: biasGeluFused's tanh
+GELU hint lives in grader/exercises/bias_gelu/hints.py).
 
 From the machine code (SASS) where a disassembler is present (grader.feedback.sass: nvdisasm or cuobjdump, e.g. from
 `pip install ".[sass]"`) and `code_hints` is given the cubin: that is what the card runs. Each such hint says
@@ -48,10 +50,10 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.core import exercise as course
-from grader.exercises import bias_gelu as exercise
 from grader.feedback import sass
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.launch_facts import MAX_WARPS_PER_SM, REGISTERS_PER_SM, register_limited_warps  # noqa: F401
@@ -277,10 +279,29 @@ def sass_tanh_signs(facts: SassFacts) -> tuple[str, ...]:
     return tuple(signs)
 
 
+@dataclass(frozen=True)
+class CodeSigns:
+    """What the kernel's code shows that only its exercise can judge, as code_hints hands it to the exercise's own
+    hint producer (Exercise.code_hints).
+
+    kernel: the kernel's name; source: where it was read, FROM_SASS or FROM_PTX; tanh: how a tanh (or a sigmoid
+    built from exp) was recognised (PtxFacts.tanh, sass_tanh_signs), empty when none was; sigmoid_only: the machine
+    code's only sign is 1 / (1 + exp(...)), which a sigmoid computes as well as a tanh."""
+
+    kernel: str
+    source: str
+    tanh: tuple[str, ...] = ()
+    sigmoid_only: bool = False
+
+
+ExerciseHints = Callable[[CodeSigns], list[Hint]]
+"""An exercise's own hints from its kernel's code (Exercise.code_hints): CodeSigns in, Hints out ([] for none)."""
+
+
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-               floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME, cubin: bytes | None = None,
+               floor_name: str | None = None, kernel: str, cubin: bytes | None = None,
                arch: str | None = None, reading: sass.Reading | None = None,
-               texts: dict[str, str] | None = None) -> list[Hint]:
+               texts: dict[str, str] | None = None, exercise_hints: ExerciseHints | None = None) -> list[Hint]:
     """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
     `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
     found (grader.feedback.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
@@ -294,13 +315,16 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
       1e9 bytes/s) is below SCALAR_COPY_SHORT (0.90) of the copy floor (`floor_gbs`, the fastest copy,
       named `floor_name`), gets a hint quoting both bandwidths. Needs both numbers: with either None (no
       GPU) this hint is not given.
-    - A tanh (tanh.approx / MUFU.TANH, tanhf's or tanh's inline expansion, the tanh GELU's 0.044715; in SASS
-      also 1 / (1 + exp) as MUFU.EX2, +1, MUFU.RCP) gets "the tanh form is a different function", with the
-      size of the gap (exercise.TANH_GAP_MAX at TANH_GAP_AT).
+    - The signs of a tanh (tanh.approx / MUFU.TANH, tanhf's or tanh's inline expansion, the tanh GELU's
+      0.044715; in SASS also 1 / (1 + exp) as MUFU.EX2, +1, MUFU.RCP) go to `exercise_hints` (the exercise's
+      Exercise.code_hints, with CodeSigns), whose hints take the third place; biasGeluFused's says "the tanh
+      form is a different function" with the size of the gap (grader/exercises/bias_gelu/hints.py). Without
+      `exercise_hints` there is none.
     - SASS only: local memory (LDL/STL: spills or a per-thread array indexed at run time), and registers per
       thread that let an SM hold fewer than REGISTER_HINT_BELOW of its warps (MAX_WARPS_PER_SM of `arch`, or
       of the arch the listing names).
 
+    kernel: the kernel's name as the hints write it (Exercise.kernel_name).
     texts: the exercise's own wording ({"division_lead", "division_tail", "width_tail"}: Exercise.hint_texts; default:
     the page's, DIVISION_LEAD, the row grid's tail and WIDTH_TAIL).
 
@@ -312,9 +336,9 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
     facts = reading.facts() if reading else sass.sass_facts(cubin, mangled) if cubin else None
     if facts is not None:
         return sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
-                          kernel=kernel, arch=arch, texts=texts)
+                          kernel=kernel, arch=arch, texts=texts, exercise_hints=exercise_hints)
     return ptx_hints(ptx_facts(ptx, mangled), scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs,
-                     floor_name=floor_name, kernel=kernel, texts=texts)
+                     floor_name=floor_name, kernel=kernel, texts=texts, exercise_hints=exercise_hints)
 
 
 FROM_SASS = "from the machine code"
@@ -346,21 +370,9 @@ def _slow_scalar_copy(scalar_copy_gbs: float | None, floor_gbs: float | None) ->
     return scalar_copy_gbs is not None and bool(floor_gbs) and scalar_copy_gbs < SCALAR_COPY_SHORT * floor_gbs
 
 
-def _tanh_hint(kernel: str, source: str, signs: tuple[str, ...], sigmoid_too: bool = False) -> str:
-    return (
-        f"{kernel} looks like the tanh GELU{' or a sigmoid GELU' if sigmoid_too else ''} ({source}; found: "
-        f"{'; '.join(signs)}). The tanh GELU, "
-        "0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), is a different function from the exact GELU "
-        "0.5 v (1 + erf(v / sqrt(2))) the exercise asks for, not a cheaper way to compute it: they differ "
-        f"by up to {exercise.TANH_GAP_MAX:.2e} at |v| = {exercise.TANH_GAP_AT:.3f}, in double precision too"
-        + ("; a sigmoid GELU such as v sigmoid(1.702 v) differs by more" if sigmoid_too else "")
-        + ". Use erff."
-    )
-
-
 def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-              floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
-              texts: dict[str, str] | None = None) -> list[Hint]:
+              floor_name: str | None = None, kernel: str, texts: dict[str, str] | None = None,
+              exercise_hints: ExerciseHints | None = None) -> list[Hint]:
     """code_hints from PtxFacts (the module docstring says what each one reads)."""
     t = texts or {}
     hints: list[Hint] = []
@@ -379,8 +391,8 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
         ops = ", ".join(g.opcode for g in facts.global_loads)
         text = _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
         hints.append(Hint(kind=HintKind.WIDTH, text=text))
-    if facts.tanh:
-        hints.append(Hint(kind=HintKind.TANH, text=_tanh_hint(kernel, FROM_PTX, facts.tanh)))
+    if exercise_hints is not None:
+        hints += exercise_hints(CodeSigns(kernel, FROM_PTX, facts.tanh))
     return hints
 
 
@@ -389,11 +401,11 @@ def _ops(ops) -> str:
 
 
 def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
-               floor_name: str | None = None, kernel: str = exercise.KERNEL_NAME,
-               arch: str | None = None, texts: dict[str, str] | None = None) -> list[Hint]:
-    """code_hints from SassFacts (grader.feedback.sass): the same three hints as ptx_hints, read from the machine
-    code, then local memory and registers. `arch` (default: the arch the listing names) picks the SM's
-    warp limit for the register hint; texts as for code_hints."""
+               floor_name: str | None = None, kernel: str, arch: str | None = None,
+               texts: dict[str, str] | None = None, exercise_hints: ExerciseHints | None = None) -> list[Hint]:
+    """code_hints from SassFacts (grader.feedback.sass): the same hints as ptx_hints (the exercise's own among
+    them), read from the machine code, then local memory and registers. `arch` (default: the arch the listing
+    names) picks the SM's warp limit for the register hint; texts and exercise_hints as for code_hints."""
     t = texts or {}
     hints: list[Hint] = []
     if facts.int_division:
@@ -421,10 +433,10 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
         ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")
         text = _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
         hints.append(Hint(kind=HintKind.WIDTH, text=text))
-    signs = sass_tanh_signs(facts)
-    if signs:
-        only_exp = facts.exp_reciprocals and len(signs) == 1
-        hints.append(Hint(kind=HintKind.TANH, text=_tanh_hint(kernel, FROM_SASS, signs, sigmoid_too=bool(only_exp))))
+    if exercise_hints is not None:
+        signs = sass_tanh_signs(facts)
+        only_exp = bool(facts.exp_reciprocals) and len(signs) == 1
+        hints += exercise_hints(CodeSigns(kernel, FROM_SASS, signs, sigmoid_only=only_exp))
     if facts.local_loads or facts.local_stores:
         frame = f", a {facts.stack_frame}-byte stack frame per thread" if facts.stack_frame else ""
         regs = f" and {facts.registers} registers" if facts.registers else ""

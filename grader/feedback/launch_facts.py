@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 
 from grader.core import exercise as course
+from grader.core.exercise import Exercise
 from grader.core.launch import LaunchSpec
-from grader.exercises import bias_gelu as exercise
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
@@ -126,19 +126,24 @@ def _lines(accesses: list[Access]) -> list[int]:
     return sorted({a.line for a in accesses if a.line})
 
 
-def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, sms: int | None = None,
-                 shape: tuple[int, int] | None = None, kernel: str = exercise.KERNEL_NAME) -> list[Hint]:
-    """The static launch facts of the module docstring that hold for the kernel launched per `spec`, its machine
-    code `facts` (None without a disassembler: then only the launch's own facts, grid and blocks), compiled for
-    `arch` ('sm_90'), on a card of `sms` multiprocessors (None: no GPU, no grid hint), at the graded `shape`
-    (rows, cols; None: the counts that need it are left out). Returns Hints (grader.feedback.hint) without estimates."""
+def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Exercise, sms: int | None = None,
+                 shape: tuple[int, int] | None = None) -> list[Hint]:
+    """The static launch facts of the module docstring that hold for the kernel of exercise `ex` (its
+    kernel_name names it) launched per `spec`, its machine code `facts` (None without a disassembler: then only the
+    launch's own facts, grid and blocks), compiled for `arch` ('sm_90'), on a card of `sms` multiprocessors (None:
+    no GPU, no grid hint), at the graded `shape` (rows, cols; None: the counts that need it are left out, and a
+    stride grid's blocks are counted at the grid of the exercise's first verified size,
+    ex.problem(ex.verify_dims[0]).grid). Returns Hints (grader.feedback.hint) without estimates."""
     hints: list[Hint] = []
+    kernel = ex.kernel_name
+    first = ex.problem(ex.verify_dims[0])
+    item = max(1, first.n // (first.grid[0] * first.grid[1]))  # floats of out per element of elems_per_thread
     regs = facts.registers if facts else None
     if facts is not None and facts.accesses:
         roles = param_roles(spec)
-        hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel),) if h]
+        hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel, item),) if h]
         hints += _per_element(spec, facts.accesses, roles, shape, sms, arch, regs, kernel)
-    hints += [h for h in (_grid(spec, arch, regs, sms, shape), _blocks(spec, arch, regs)) if h]
+    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first.grid), _blocks(spec, arch, regs)) if h]
     return hints
 
 
@@ -152,27 +157,32 @@ def _vector(accesses: tuple[Access, ...], roles: dict[int, str]) -> tuple[int, l
     return max(1, widest // course.BYTES_PER_FLOAT), [a for a in to_out if a.nbytes == widest]
 
 
-def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kernel: str) -> Hint | None:
-    """The idle-threads fact (module docstring)."""
+def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kernel: str,
+          item: int = 1) -> Hint | None:
+    """The idle-threads fact (module docstring), in floats of out: `item` floats are one element of the launch's
+    elems_per_thread (the exercise's: 1 for biasGeluFused, 2 for a RoPE pair), so E elements per thread are
+    E x item floats, and `shape` (the output's rows x cols) is a grid of rows x cols / item elements."""
     if spec.grid not in ("row", "flat"):
         return None
     vec, widest = _vector(accesses, roles)
-    per = spec.elems_per_thread
+    elems = spec.elems_per_thread
+    per = elems * item
     if vec <= per or vec % per:
         return None
     g = math.gcd(vec - per, vec)
     share = f"{(vec - per) // g} of every {vec // g} threads"
     grid = ("the page's row grid, ceil(cols / 256) blocks per row" if spec.grid == "row" and spec.block == 256
-            and per == 1 else f"a {spec.grid} grid of blocks of {spec.block} threads, {per} element"
-            f"{'s' if per > 1 else ''} per thread")
+            and elems == 1 else f"a {spec.grid} grid of blocks of {spec.block} threads, {elems} element"
+            f"{'s' if elems > 1 else ''} per thread")
     text = (f"{share} exit at once ({FROM}): {kernel}'s {_where(widest, 'stores to out')} move {vec * 4} bytes, "
-            f"{vec} floats, per thread, but the launch gives each thread {per} element{'s' if per > 1 else ''} "
+            f"{vec} floats, per thread, but the launch gives each thread {elems} element{'s' if elems > 1 else ''} "
             f"({grid}), so the grid starts {vec // per} times the threads the body needs")
     facts_ = {"vector": float(vec), "per_thread": float(per)}
     if shape:
         rows, cols = shape
-        now = spec.grid_for(rows, cols)
-        fixed = LaunchSpec(spec.params, spec.grid, spec.block, vec).grid_for(rows, cols)
+        work = (rows, cols) if item == 1 else (1, rows * cols // item)  # the grid's (rows, cols): Problem.grid
+        now = spec.grid_for(*work)
+        fixed = LaunchSpec(spec.params, spec.grid, spec.block, vec // item).grid_for(*work)
         blocks, empty = now[0] * now[1], now[0] * now[1] - fixed[0] * fixed[1]
         text += f"; at {rows} x {cols}, {empty:,} of the {blocks:,} blocks have no element at all"
         facts_ |= {"blocks": float(blocks), "empty_blocks": float(empty),
@@ -180,8 +190,8 @@ def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kerne
                    "elements": float(rows * cols)}
     if sms:
         facts_["sms"] = float(sms)
-    text += (f". Declare `// grade: elems_per_thread = {vec}` (the grid then has one thread per {vec} elements), "
-             f"or move {per} float{'s' if per > 1 else ''} per thread.")
+    text += (f". Declare `// grade: elems_per_thread = {vec // item}` (the grid then has one thread per "
+             f"{vec // item} elements), or move {per} float{'s' if per > 1 else ''} per thread.")
     return Hint(text=text, kind=HintKind.IDLE, facts=facts_, lines=_lines(widest))
 
 
@@ -196,12 +206,14 @@ def _resident(spec: LaunchSpec, arch: str, regs: int | None) -> tuple[int | None
     return warps_per_sm(spec.block, arch, regs), MAX_WARPS_PER_SM.get(arch)
 
 
-def _grid(spec: LaunchSpec, arch: str, regs: int | None, sms: int | None, shape) -> Hint | None:
-    """The too-few-blocks fact (module docstring)."""
+def _grid(spec: LaunchSpec, arch: str, regs: int | None, sms: int | None, shape,
+          first: tuple[int, int]) -> Hint | None:
+    """The too-few-blocks fact (module docstring); `first`: the (rows, cols) a stride grid is counted at when no
+    shape was graded."""
     per_sm, most = _resident(spec, arch, regs)
     if not sms or per_sm is None or most is None:
         return None
-    rows, cols = shape or exercise.VERIFY_SHAPE
+    rows, cols = shape or first
     gx, gy, _ = spec.grid_for(rows, cols, sms * most * 32)
     blocks, wpb = gx * gy, -(-spec.block // 32)
     fits = sms * (per_sm // wpb)

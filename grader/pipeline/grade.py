@@ -250,7 +250,7 @@ def assemble(out: Outcome) -> GradeReport:
         report.byte_model.cached_bytes = ex.cached_bytes(ex.problem(m.dims))
     if out.compiled is not None:
         report.hints = hints_for(out.compiled, report, out.sass, ex)
-        report.flags = _flags(sub.contract, m) if ex.asks_for_row else []
+        report.flags = _flags(sub.contract, m, ex) if ex.asks_for_row else []
     return report
 
 
@@ -279,9 +279,10 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
               ) -> list[Hint]:
     """`report`'s hints for the kernel in `compiled`: from the machine code (`reading`, the disassembly started
     after compiling; None: read here), or the PTX without a disassembler (grader.feedback.hints), with the report's
-    measured copies for the 4-byte-load hint, and the static launch facts at the report's benchmark shape, on its
-    GPU (grader.feedback.launch_facts); ranked by what fixing each is worth (rank_hints). A wrong output gets the
-    known mistake it matches and the hints about correctness alone (Exercise.wrong_output_kinds): no speed hint.
+    measured copies for the 4-byte-load hint and the exercise's own hints (Exercise.code_hints: biasGeluFused's tanh
+    GELU), and the static launch facts at the report's benchmark shape, on its GPU (grader.feedback.launch_facts);
+    ranked by what fixing each is worth (rank_hints). A wrong output gets the known mistake it matches and the hints
+    about correctness alone (Exercise.wrong_output_kinds): no speed hint.
     ex: the report's exercise (default: the one it names)."""
     ex = ex or exercises.get(report.exercise or exercises.DEFAULT)
     info = compiled.kernels[ex.kernel_name]
@@ -290,7 +291,7 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
                        floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name,
-                       texts=ex.hint_texts())
+                       texts=ex.hint_texts(), exercise_hints=ex.code_hints)
     facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
@@ -303,7 +304,7 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
             [h for h in report.hints if h.kind in ex.wrong_output_kinds]
     else:
         try:
-            report.hints += launch_hints(spec, facts, compiled.arch, sms=sms, shape=shape, kernel=ex.kernel_name)
+            report.hints += launch_hints(spec, facts, compiled.arch, ex=ex, sms=sms, shape=shape)
         except Exception:  # noqa: BLE001 - advice only: a fact that cannot be read is left out, never the grading
             pass
     return rank_hints(report)
@@ -363,10 +364,12 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     report.hints = rank_hints(report)
 
 
-def _flags(contract: Contract, m: Measurement | None) -> list:
-    """Byte-count flags of the student's row and claim against the measurement (grader.source.claims)."""
+def _flags(contract: Contract, m: Measurement | None, ex: Exercise) -> list:
+    """Byte-count flags of the student's row and claim of exercise `ex` against the measurement
+    (grader.source.claims)."""
     if m is None:
         return byte_count_flags(contract.row, contract.claim, rows=None, cols=None, floor_gbs=None,
-                                measured_gbs=None, measured_ms=None)
+                                measured_gbs=None, measured_ms=None, ex=ex)
     return byte_count_flags(contract.row, contract.claim, rows=m.rows, cols=m.cols, floor_gbs=m.table.floor_gbs,
-                            measured_gbs=m.subject.gbs, measured_ms=m.subject.ms, floor_name=m.table.floor_version)
+                            measured_gbs=m.subject.gbs, measured_ms=m.subject.ms, floor_name=m.table.floor_version,
+                            ex=ex)

@@ -9,6 +9,11 @@ above 1. Flags report those, a row whose numbers disagree with each other, and a
 sentence. Flags never change the verdict and never stop grading; every flag carries the student's number
 and the grader's own (Flag.student, Flag.grader).
 
+The exercise is the caller's (a grader.core.exercise.Exercise, or its kernel's name): its kernel's name labels the
+row, and its byte model (Exercise.floats_per_element, bytes_text) is what the row is checked against. The pipeline
+asks for the row and sentence only where the exercise does (Exercise.asks_for_row: the course page's own
+exercise), so the flags' explanations of a wrong count (the bias, the two staged kernels) are that page's.
+
 Units: ms are milliseconds; GB/s is 1e9 bytes per second of bytes read plus bytes written (the page's and
 grader.timing.timer.gbs's definition): GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9.
 """
@@ -16,13 +21,14 @@ grader.timing.timer.gbs's definition): GB/s = floats/elem x 4 x rows x cols / (m
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from decimal import Decimal, InvalidOperation
 
 from grader.core import exercise as course
+from grader.core.exercise import Exercise
 from grader.core.model import ReportModel
-from grader.exercises import bias_gelu as exercise
 from grader.source.lexer import COMMENT, OPEN_COMMENT, Spliced, normalize, tokens
 
 NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
@@ -203,21 +209,24 @@ def byte_count_flags(
     measured_gbs: float | None,
     measured_ms: float | None,
     floor_name: str | None = None,
+    ex: Exercise,
 ) -> list[Flag]:
     """Flags for the student's table row and sentence (module docstring), in a fixed order: row missing or
     malformed, byte count, row consistency, impossible GB/s, impossible fraction (row, then sentence),
     sentence missing or without a fraction.
 
     row, claim: as parsed by grader.source.contract (None when not declared).
+    ex: the exercise graded (grader.core.exercise.Exercise): its kernel's name labels the row, its floats per element
+      and what they count (Exercise.floats_per_element, bytes_text) are the byte model the row is checked against.
     rows, cols: the graded benchmark shape (GradeReport.bench_rows/bench_cols); None when nothing was timed.
     floor_gbs: the copy floor measured here, GB/s (GradeReport.floor_gbs), named `floor_name`.
     measured_gbs, measured_ms: the submission's own median, GB/s at 2 floats per element, and ms (its
       TableRow); None when nothing was timed. The grader's fraction is measured_gbs / floor_gbs.
 
     Rules:
-    - floats/elem above 2: inflated byte count (3: the bias counted as 4 bytes per element, while it is one
-      cols x 4-byte vector, 4 KiB on the page's 1024 columns, read once per row from cache); below 2:
-      a byte count that leaves out x or out.
+    - floats/elem above the byte model's (ex.floats_per_element; the page's 2): inflated byte count (3: the bias
+      counted as 4 bytes per element, while it is one cols x 4-byte vector, 4 KiB on the page's 1024 columns, read
+      once per row from cache); below it: a byte count that leaves out x or out.
     - row inconsistent: ms, GB/s and floats/elem are checked against each other with
       GB/s = floats/elem x 4 x rows x cols / (ms x 1e-3) / 1e9, within CONSISTENCY_RTOL plus rounding. The
       row comes from the student's own run, whose shape the grader does not know: it is checked at the
@@ -225,26 +234,26 @@ def byte_count_flags(
       16384 x 1024 (a student who ran the page's program), and flagged only when neither matches. The flag
       says how many elements the three numbers imply. Not checked when nothing was timed (rows/cols None).
     - GB/s above the floor measured here (with GBS_SLACK), or a fraction above 1 (the sentence's, or the
-      row's x copy column): impossible, because the kernel moves exactly what the copy moves (x read once,
-      out written once) and the copy is the fastest way to move it.
+      row's x copy column): impossible, because the kernel moves exactly what the copy moves (ex.bytes_text:
+      x read once, out written once) and the copy is the fastest way to move it.
     - no row, a row that does not parse (StudentRow.problem), no sentence, a sentence with no fraction:
       reported, never fatal; fields that did parse are still checked.
 
     Pure: no GPU, no I/O.
     """
     measured_fraction = measured_gbs / floor_gbs if measured_gbs and floor_gbs else None
-    own_row = _own_row(measured_ms, measured_gbs, measured_fraction)
+    own_row = _own_row(measured_ms, measured_gbs, measured_fraction, ex)
     own_fraction = (f"{measured_fraction:.3f} of the copy floor" if measured_fraction is not None
                     else "not measured here (no timing)")
     if row is None:
         flags = [Flag(
             kind="row-missing",
             message="no table row found; add your part-3 row from your own run as a comment, in the page's "
-                    f"form: `// {exercise.KERNEL_NAME} 1 2 MS GB/S X_COPY` (or `// grade: row = ...`)",
+                    f"form: `// {ex.kernel_name} 1 {ex.floats_per_element} MS GB/S X_COPY` (or `// grade: row = ...`)",
             student="no row", grader=own_row)]
     else:
-        flags = [*_malformed(row, own_row), *_byte_count(row, cols), *_consistency(row, rows, cols),
-                 *_impossible_gbs(row, floor_gbs, measured_gbs, floor_name)]
+        flags = [*_malformed(row, own_row), *_byte_count(row, cols, ex), *_consistency(row, rows, cols),
+                 *_impossible_gbs(row, floor_gbs, measured_gbs, floor_name, ex)]
         if row.x_copy is not None and row.x_copy > 1:
             flags.append(_impossible_fraction(row.x_copy, "your row's x copy column", own_fraction))
     return flags + _claim_flags(claim, own_fraction)
@@ -264,7 +273,7 @@ def _malformed(row: StudentRow, own_row: str) -> list[Flag]:
 
 
 def _impossible_gbs(row: StudentRow, floor_gbs: float | None, measured_gbs: float | None,
-                    floor_name: str | None) -> list[Flag]:
+                    floor_name: str | None, ex: Exercise) -> list[Flag]:
     """The row's GB/s above the copy floor measured here (with GBS_SLACK)."""
     if row.gbs is None or not floor_gbs or row.gbs <= (1 + GBS_SLACK) * floor_gbs:
         return []
@@ -272,7 +281,7 @@ def _impossible_gbs(row: StudentRow, floor_gbs: float | None, measured_gbs: floa
     return [Flag(
         kind="impossible-gbs",
         message=f"your row's {row.gbs:g} GB/s is above the copy floor measured here{name}: impossible, "
-                "the kernel moves exactly what the copy moves (x read once, out written once), and "
+                f"the kernel moves exactly what the copy moves ({ex.bytes_text}), and "
                 "nothing moves those bytes faster than the fastest copy. A number above the floor "
                 "means the byte count in the numerator is too big (usually the bias counted per "
                 "element)",
@@ -299,20 +308,19 @@ def _claim_flags(claim: StudentClaim | None, own_fraction: str) -> list[Flag]:
     return []
 
 
-def _byte_count(row: StudentRow, cols: int | None) -> list[Flag]:
-    f = row.floats_per_elem
-    if f is None or f == exercise.FLOATS_PER_ELEMENT:
+def _byte_count(row: StudentRow, cols: int | None, ex: Exercise) -> list[Flag]:
+    f, model = row.floats_per_elem, ex.floats_per_element
+    if f is None or f == model:
         return []
-    grader = (f"{exercise.FLOATS_PER_ELEMENT} floats/elem = "
-              f"{exercise.FLOATS_PER_ELEMENT * course.BYTES_PER_FLOAT} bytes (x read once, out written once)")
-    if f < exercise.FLOATS_PER_ELEMENT:
+    grader = f"{model} floats/elem = {model * course.BYTES_PER_FLOAT} bytes ({ex.bytes_text})"
+    if f < model:
         return [Flag(
             kind="low-byte-count",
             message=f"{f:g} floats per element leaves traffic out: the kernel reads x and writes out, 2 floats "
-                    f"per element, so your GB/s is {exercise.FLOATS_PER_ELEMENT / f:.2g}x too low"
+                    f"per element, so your GB/s is {model / f:.2g}x too low"
                     if f > 0 else "0 floats per element: the kernel reads x and writes out, 2 floats per element",
             student=f"{f:g} floats/elem", grader=grader)]
-    inflate = f"counting {f:g} inflates GB/s by {f / exercise.FLOATS_PER_ELEMENT:g}x without moving the kernel"
+    inflate = f"counting {f:g} inflates GB/s by {f / model:g}x without moving the kernel"
     if math.isclose(f, 3):
         here = (f"; {cols * course.BYTES_PER_FLOAT / 1024:g} KiB at the graded {cols} columns"
                 if cols else "")
@@ -371,9 +379,9 @@ def _impossible_fraction(value: float, where: str, own_fraction: str) -> Flag:
         student=f"{value:g}", grader=own_fraction)
 
 
-def _own_row(ms: float | None, gbs: float | None, fraction: float | None) -> str:
+def _own_row(ms: float | None, gbs: float | None, fraction: float | None, ex: Exercise) -> str:
     """The grader's own row in the student's format, or the byte model part of it when nothing was timed."""
-    head = f"{exercise.KERNEL_NAME} | 1 | {exercise.FLOATS_PER_ELEMENT}"
+    head = f"{ex.kernel_name} | 1 | {ex.floats_per_element}"
     if ms is None or gbs is None:
         return head + " | (not timed here)"
     return head + f" | {ms:.4f} | {gbs:.1f}" + (f" | {fraction:.2f}" if fraction is not None else "")
@@ -400,9 +408,15 @@ NOTE_KINDS = ("row-missing", "claim-missing")
 number: the text report shows them as notes, and the gradebook counts them once instead of flagging rows."""
 
 _X_COPY_UNIT = re.compile(r"(?<=[0-9.])[ \t]*x(?:[ \t]*copy)?\b|(?<=[0-9.])[ \t]*(?:GB/s|ms)\b", re.I)
-_ROW_START = re.compile(rf"[|\s]*(?P<label>{re.escape(exercise.KERNEL_NAME)}(?:<[0-9]+>)?)(?=[\s|])")
 _FLOOR_WORDS = re.compile(r"copy[ -]?floor|copy[ -]ceiling|of the floor|of copy|x copy|copyFloor|244\.7", re.I)
 MAX_CLAIM_CHARS = 400
+
+
+@functools.cache
+def _row_start(kernel: str) -> re.Pattern:
+    """A comment line that starts with `kernel`'s name (the row's label, `KERNEL` or `KERNEL<4>`), then a space or
+    a `|`; a markdown table row's leading `|` and spaces are skipped."""
+    return re.compile(rf"[|\s]*(?P<label>{re.escape(kernel)}(?:<[0-9]+>)?)(?=[\s|])")
 
 
 def comment_lines(text: str) -> list[tuple[int, str]]:
@@ -445,16 +459,16 @@ def _physical_lines(src: Spliced, a: int, b: int) -> list[tuple[int, str]]:
     return pieces
 
 
-def find_row(text: str) -> StudentRow | None:
+def find_row(text: str, kernel: str) -> StudentRow | None:
     """The student's part-3 row from a plain comment, in any layout the page prints: `KERNEL 1 2 0.4881
     4124.5`, with or without `|` separators (a markdown table row too), with or without an x copy column
     (`0.96`, `0.96x`, `0.96 x copy`) and units (`ms`, `GB/s`). The label must be the kernel's own name (the
-    chain's `KERNEL + addResidual` row is not the kernel's row). The first line that parses wins; else
-    the first that starts like one (the label, then two numbers or more) is returned with its `problem`; None
-    when no comment holds one."""
+    chain's `KERNEL + addResidual` row is not the kernel's row); `kernel`: that name (Exercise.kernel_name). The
+    first line that parses wins; else the first that starts like one (the label, then two numbers or more) is
+    returned with its `problem`; None when no comment holds one."""
     candidate = None
     for line_no, body in comment_lines(text):
-        found = _row_fields(body)
+        found = _row_fields(body, kernel)
         if found is None:
             continue
         label, fields = found
@@ -467,10 +481,10 @@ def find_row(text: str) -> StudentRow | None:
     return candidate
 
 
-def _row_fields(body: str) -> tuple[str, list[str]] | None:
-    """(label, fields) of a comment line that starts with the kernel's name (not a `grade:` line), the x copy
+def _row_fields(body: str, kernel: str) -> tuple[str, list[str]] | None:
+    """(label, fields) of a comment line that starts with the name `kernel` (not a `grade:` line), the x copy
     marks and units taken off; None for any other line."""
-    m = _ROW_START.match(body)
+    m = _row_start(kernel).match(body)
     if not m or body.lstrip().startswith("grade:"):
         return None
     rest = _X_COPY_UNIT.sub("", body[m.end():]).strip().strip("|").strip()
@@ -482,10 +496,10 @@ def _starts_like_a_row(fields: list[str]) -> bool:
     return sum(bool(NUMBER.fullmatch(f)) for f in fields[:2]) == 2
 
 
-def _row_like(body: str) -> bool:
-    """Whether a comment line is (or starts like) the kernel's table row, not a sentence that begins with the
+def _row_like(body: str, kernel: str) -> bool:
+    """Whether a comment line is (or starts like) the table row of `kernel`, not a sentence that begins with the
     kernel's name ("KERNEL reached 97.9% of ...")."""
-    found = _row_fields(body)
+    found = _row_fields(body, kernel)
     return found is not None and _starts_like_a_row(found[1])
 
 
@@ -517,16 +531,17 @@ def _floor_words(m: re.Match) -> str:
     return f" {lead} copy floor " if lead in ("of", "x") else " copy floor "
 
 
-def find_claim(text: str) -> StudentClaim | None:
+def find_claim(text: str, kernel: str) -> StudentClaim | None:
     """The student's sentence from a plain comment: the first comment paragraph (consecutive comment lines)
     that speaks of the copy floor (copy floor, copyFloor, copy ceiling, x copy, 244.7) and states a fraction
     of it (parse_claim: `0.93`, `93%`). A `// grade:` line, the row and the lines of a pasted table
-    (table_line) are never part of the sentence. None when no comment states one."""
+    (table_line) are never part of the sentence; `kernel`: the kernel's name, which labels the row
+    (Exercise.kernel_name). None when no comment states one."""
     paragraphs: list[tuple[int, list[str]]] = []
     last = -2
     for line_no, body in comment_lines(text):
         stripped = body.strip()
-        if stripped.startswith("grade:") or _row_like(body) or table_line(body):
+        if stripped.startswith("grade:") or _row_like(body, kernel) or table_line(body):
             last = -2
             continue
         if not stripped:

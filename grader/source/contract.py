@@ -124,9 +124,9 @@ def parse_contract(text: str, where: str, ex: Exercise) -> Contract:
             raise InputError(f"{where}:{line_no}: {key}: {err}") from None
     fields["declared"] = tuple(declared)
     if "row" not in fields:
-        fields["row"] = find_row(text)
+        fields["row"] = find_row(text, ex.kernel_name)
     if "claim" not in fields:
-        fields["claim"] = find_claim(text)
+        fields["claim"] = find_claim(text, ex.kernel_name)
     contract = Contract(**fields)  # type: ignore[arg-type]
     why = ex.check_params(contract.params, contract.grid)
     if why:

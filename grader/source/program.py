@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 from grader.compile.predefined import nvrtc_defines
 from grader.core.errors import Stage, SubmissionError
-from grader.exercises import bias_gelu as exercise
 from grader.source.includes import PROGRAM_INCLUDES, Scan, scan
 from grader.source.prelude import header_macro_names
 from grader.source.program_declarators import Describer, macro_spaces
@@ -96,8 +95,9 @@ class Extracted:
     text: what follows the grader's prelude: `#line 1 "name"` and the file (allowed includes blanked) for a file
     that is not a whole program, byte for byte as before; for a whole program, each kept piece preceded by
     `#line N "name"` (N its line in the student's file). whole_program: whether the file had host code (and so
-    was extracted). kept: the names kept besides the kernel, in file order ('geluErf', 'kInvSqrt2'); ignored:
-    the names left out ('main', 'copyFloor', ...); both empty for a file that is not a whole program.
+    was extracted). kernel: the name of the kernel graded (Exercise.kernel_name). kept: the names kept besides the
+    kernel, in file order ('geluErf', 'kInvSqrt2'); ignored: the names left out ('main', 'copyFloor', ...); both
+    empty for a file that is not a whole program.
     kernel_line: the line of the kernel's definition (0 when not a whole program). headers: the headers the
     file includes (each blanked, never read; grader.source.read.prelude supplies the macros of some). parts: every
     named declaration with its kind, line and fate. names: the identifiers of the extracted text (directives
@@ -108,7 +108,7 @@ class Extracted:
     kept: tuple[str, ...]
     ignored: tuple[str, ...]
     whole_program: bool
-    kernel: str = exercise.KERNEL_NAME
+    kernel: str
     kernel_line: int = 0
     headers: tuple[str, ...] = ()
     parts: tuple[Part, ...] = ()
@@ -138,12 +138,12 @@ class Extracted:
                 f"ignored {', '.join(ignored) or 'nothing'}")
 
 
-def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
-            compiler_defines=nvrtc_defines) -> Extracted:
+def extract(text: str, name: str, kernel: str, compiler_defines=nvrtc_defines) -> Extracted:
     """Decide whether `text` is a whole program and return the translation unit NVRTC compiles for `kernel`.
 
     text: the submission as written, normalized (LF line ends, no byte order mark: grader.source.includes.normalize);
     name: the safe file name written into `#line` directives (grader.source.read.safe_source_name).
+    kernel: the `__global__` function graded, the exercise's (grader.core.exercise.Exercise.kernel_name).
     compiler_defines: which names NVRTC defines itself (grader.compile.predefined.nvrtc_defines; None: decide no
     `#if` on a name without a leading underscore), so that `#ifdef CUDART_VERSION` is not read as false.
     A file that passes grader.source.includes' lexer with its own allow-list and defines no host function is not a
@@ -160,7 +160,7 @@ def extract(text: str, name: str, kernel: str = exercise.KERNEL_NAME,
     strict = scan(text)
     if strict.refusal is None:
         headers = _headers(strict)
-        as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, headers=headers)
+        as_is = Extracted(f'#line 1 "{name}"\n{strict.normalized}', (), (), False, kernel, headers=headers)
         if "(" not in strict.normalized:  # no function at all, so no host function (the hostile case: braces)
             return as_is
         program = _Program(strict, name, kernel, headers, compiler_defines)

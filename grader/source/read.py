@@ -165,20 +165,20 @@ def wide_encoding(raw: bytes) -> str | None:
     return None
 
 
-def prepare_for_nvrtc(text: str, name: str) -> str:
+def prepare_for_nvrtc(text: str, name: str, kernel: str) -> str:
     """Return the text NVRTC compiles: the prelude, `#line 1 "name"`, then `text` normalized (LF line ends,
     no byte order mark) with allowed includes blanked (grader.source.includes); for a whole program, the prelude
-    and the kernel extracted from it (grader.source.program).
+    and the kernel `kernel` (the exercise's, Exercise.kernel_name) extracted from it (grader.source.program).
 
     Raises SubmissionError (stage "source") naming the line of any refused construct, or of a kernel that
     cannot be separated from its program.
     """
-    return prepare(text, name)[0]
+    return prepare(text, name, kernel)[0]
 
 
-def prepare(text: str, name: str, kernel: str | None = None) -> tuple[str, Extracted | None]:
+def prepare(text: str, name: str, kernel: str) -> tuple[str, Extracted | None]:
     """Prepare `text` (the submission, any line ends) for NVRTC under the file name `name` (made safe here);
-    `kernel`: the kernel a whole program is reduced to (default: grader.source.program.extract's).
+    `kernel`: the kernel a whole program is reduced to (the exercise's, Exercise.kernel_name).
 
     Returns (the text NVRTC compiles, the extraction): for a file with device code only, prepare_for_nvrtc's
     text as it always was and None; for a whole program (grader.source.program), the prelude (with the macros of nvcc's
@@ -187,7 +187,7 @@ def prepare(text: str, name: str, kernel: str | None = None) -> tuple[str, Extra
     "source") naming the line of a refused construct, or of a kernel that cannot be separated from its program.
     """
     name = safe_source_name(name)
-    extracted = extract(normalize(text), name) if kernel is None else extract(normalize(text), name, kernel)
+    extracted = extract(normalize(text), name, kernel)
     if not extracted.whole_program:
         return prelude(extracted.headers) + extracted.text, None
     return prelude(extracted.headers, extracted.names) + extracted.text, extracted

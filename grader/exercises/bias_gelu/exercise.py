@@ -3,7 +3,7 @@
 biasGeluFused(const float* x, const float* bias, float* out, size_t cols): out[r, c] = GELU_erf(x[r, c] +
 bias[c]), float32, row-major [rows, cols]. The constants are this package's (grader/exercises/bias_gelu/__init__.py),
 the float64 reference and the draws reference.py's, the known mistakes mistakes.py's, the on-GPU inputs and check
-device.py's, the part-3 chain chain.py's.
+device.py's, the part-3 chain chain.py's, the tanh GELU hint hints.py's.
 """
 
 from __future__ import annotations
@@ -117,6 +117,12 @@ class BiasGelu(Exercise):
         from grader.exercises.bias_gelu.device import BiasGeluDevice
 
         return BiasGeluDevice(gpu, problem, self)
+
+    def code_hints(self, signs) -> list:
+        """The tanh GELU hint where the kernel's code shows a tanh (hints.tanh_hints)."""
+        from grader.exercises.bias_gelu.hints import tanh_hints
+
+        return tanh_hints(signs)
 
     def references(self, gpu, problem: Problem, buffers: dict[str, object]) -> dict[str, object]:
         """The model answer biasGeluFused<4> (a row grid, one float4 per thread) and the page's answer
