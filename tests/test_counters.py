@@ -228,7 +228,8 @@ def test_ropes_launches_are_labelled_by_order_and_its_findings_speak_of_its_tabl
     width = [4, 8, 4, 4, 16, 4]  # bytes each thread stores per store instruction
     rows = [{"Kernel Name": name, "Grid Size": "(64, 1, 1)", "dram__bytes_read.sum": str((8 if i == 0 else 4) * n),
              "dram__bytes_write.sum": str(4 * n), "gpu__time_duration.sum": "1000",
-             "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": str(4 * n / width[i] / 32)}
+             "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": str(4 * n / width[i] / 32),
+             "smsp__inst_executed.sum": str([1.95, 1.27, 1.91, 1, 0.3, 0.6][i] * n)}
             for i, name in enumerate(names)]
     c = counters_of("ncu 2025.3.1.0", rows, rope)
     # the labels give what each reference's stores measured: rope's model answer stores a float2 per pair
@@ -238,6 +239,10 @@ def test_ropes_launches_are_labelled_by_order_and_its_findings_speak_of_its_tabl
     assert c.yours.label == "ropeInterleaved" and c.model_bytes_per_elem == 8
     over = next(f for f in c.findings if f.startswith("reads exceed"))
     assert "cos and sin tables" in over and "bias" not in over
+    # the work finding names the references by role, whatever width their labels measured (the H200 found this
+    # one raising KeyError on rope's "model answer, 8 B/thread")
+    work = next(f for f in c.findings if f.startswith("work:"))
+    assert "(the page's answer 1.91, the model answer 1.27)" in work
     assert counters.profiled_kernels(rope) == "ropeInterleaved|ropeInterleavedVec2|copyVec4|copyScalar"
     assert counters.profiled_kernels(BIAS_GELU) == "biasGeluFused|copyVec4|copyScalar"
 

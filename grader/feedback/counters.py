@@ -619,7 +619,7 @@ def access_findings(c: Counters, ex: Exercise) -> list[str]:
                    f"{ex.counter_texts.loads}, out 0.125)")
     ipe = k.instructions_per_elem
     if ipe is not None:
-        refs = [f"{SAID[r.label]} {r.instructions_per_elem:.2f}" for r in (page, model)
+        refs = [f"{said(r.label)} {r.instructions_per_elem:.2f}" for r in (page, model)
                 if r is not None and r.instructions_per_elem is not None]
         text = f"work: {ipe:.2f} warp instructions per element" + (f" ({', '.join(refs)})" if refs else "")
         if k.issue_pct is not None:
