@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from grader.core import exercise as course
-from grader.core.errors import InputError, SubmissionError
+from grader.core.errors import GraderFault, InputError, SubmissionError
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.exercises.bias_gelu.exercise import EXERCISE as _BG  # noqa: E402
 from grader.source.claims import parse_claim, parse_row
@@ -84,8 +84,11 @@ def test_launch_values_use_the_kernels_own_widths():
     args = spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, BIAS_GELU.problem((101, 97))))
     assert [type(a) for a in args] == [np.uint64] * 3 + [np.int32, np.uint64, np.int32]
     assert int(args[5]) == 101 * 97
-    with pytest.raises(SubmissionError, match="32-bit"):
-        spec.args(c.launch_values({"x": 16, "bias": 32, "out": 48}, BIAS_GELU.problem((65535, 65535))))
+    # the grader never passes an integer over INT32_LIMIT: a problem that would is its own fault, before any launch
+    with pytest.raises(GraderFault, match="INT32_LIMIT"):
+        c.launch_values({"x": 16, "bias": 32, "out": 48}, BIAS_GELU.problem((65535, 65535)))
+    with pytest.raises(SubmissionError, match="32-bit"):  # and a launch refuses to truncate one all the same
+        spec.args({"x": 16, "bias": 32, "out": 48, "rows": 65535, "cols": 65535, "n": 65535 * 65535})
 
 
 # --- `// grade:` lookalikes ------------------------------------------------------------------------------------

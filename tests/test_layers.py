@@ -31,9 +31,10 @@ LAYERS = [
     ["grader.core.model", "grader.check.draws"],
     # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
+    # (and which PTX statements a launch reaches)
     ["grader.core.launch", "grader.source.claims", "grader.feedback.counters", "grader.feedback.hint",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
-     "grader.output.gradescope_export"],
+     "grader.output.gradescope_export", "grader.feedback.ptx_paths"],
     ["grader.feedback.sass", "grader.check.mistakes"],
     # reading a submission
     ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth"],

@@ -57,6 +57,7 @@ from grader.core import exercise as course
 from grader.feedback import sass
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.launch_facts import MAX_WARPS_PER_SM, REGISTERS_PER_SM, register_limited_warps  # noqa: F401
+from grader.feedback.ptx_paths import INT_DIV, kernel_ptx, reachable_divisions
 from grader.feedback.sass import SassFacts
 
 SCALAR_COPY_SHORT = course.GOLD
@@ -107,10 +108,6 @@ REGISTER_HINT_BELOW = 0.5
 """The register hint is given when the registers per thread let an SM hold fewer than this fraction of the
 warps it could run (on sm_90: more than 64 registers per thread)."""
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
-_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$]+)")
-_INT_DIV = re.compile(r"\b(?:div|rem)(?:\.full)?\.[us](?:16|32|64)\b")
 _INSTR = re.compile(r"^[ \t]*(?:@!?%\w+\s+)?((?:ld|ldu|cp\.async)(?:\.[\w:]+)*)\s+([^;]*);", re.M)
 _FLOAT_IMM = re.compile(r"\b0[fF]([0-9A-Fa-f]{8})\b")
 _DOUBLE_IMM = re.compile(r"\b0[dD]([0-9A-Fa-f]{16})\b")
@@ -147,62 +144,13 @@ class PtxFacts:
         return bool(self.global_loads) and all(g.nbytes == 4 for g in self.global_loads)
 
 
-def kernel_ptx(ptx: str, mangled: str) -> str | None:
-    """The PTX bodies (comments removed) of the `.entry` named `mangled` and of every `.func` it calls,
-    directly or through other functions; None when there is no such entry."""
-    text = _COMMENT.sub("", ptx)
-    bodies: dict[str, str] = {}
-    kinds: dict[str, str] = {}
-    for m in _HEADER.finditer(text):
-        body = _body_after(text, m.end())
-        if body is not None:
-            bodies[m.group(2)] = body
-            kinds[m.group(2)] = m.group(1)
-    if kinds.get(mangled) != "entry":
-        return None
-    seen, todo = [mangled], [mangled]
-    while todo:
-        for callee in _CALL.findall(bodies[todo.pop()]):
-            if callee in bodies and callee not in seen:
-                seen.append(callee)
-                todo.append(callee)
-    return "\n".join(bodies[name] for name in seen)
-
-
-def _body_after(text: str, at: int) -> str | None:
-    """The brace-balanced body that follows a header ending at `at` (past the parameter list and any
-    directives), or None for a declaration (ends in ';' before any '{')."""
-    depth, i, n = 0, at, len(text)
-    while i < n and text[i] != "(" and text[i] not in "{;":
-        i += 1
-    if i < n and text[i] == "(":
-        while i < n:
-            depth += text[i] == "("
-            depth -= text[i] == ")"
-            i += 1
-            if depth == 0:
-                break
-    while i < n and text[i] not in "{;":
-        i += 1
-    if i >= n or text[i] == ";":
-        return None
-    start, depth = i, 0
-    while i < n:
-        depth += text[i] == "{"
-        depth -= text[i] == "}"
-        i += 1
-        if depth == 0:
-            return text[start:i]
-    return text[start:]
-
-
 def ptx_facts(ptx: str, mangled: str) -> PtxFacts:
     """Read integer divisions, global load widths and tanh signatures from the kernel `mangled` in `ptx`
     (see the module docstring for what NVRTC emits and why these signatures)."""
     body = kernel_ptx(ptx, mangled)
     if body is None:
         return PtxFacts(found=False)
-    divisions = tuple(sorted(set(_INT_DIV.findall(body))))
+    divisions = tuple(sorted(set(INT_DIV.findall(body))))
     loads: dict[str, GlobalLoad] = {}
     for m in _INSTR.finditer(body):
         load = _global_load(m.group(1), m.group(2))
@@ -301,7 +249,8 @@ ExerciseHints = Callable[[CodeSigns], list[Hint]]
 def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_gbs: float | None,
                floor_name: str | None = None, kernel: str, cubin: bytes | None = None,
                arch: str | None = None, reading: sass.Reading | None = None,
-               texts: dict[str, str] | None = None, exercise_hints: ExerciseHints | None = None) -> list[Hint]:
+               texts: dict[str, str] | None = None, exercise_hints: ExerciseHints | None = None,
+               integer_params: frozenset[int] = frozenset(), division_bits: int = 32) -> list[Hint]:
     """Hints about the kernel `mangled` (its mangled name, `KernelInfo.mangled`): from its machine code in
     `cubin` (the module's cubin, `Compiled.cubin`, compiled for `arch`, e.g. 'sm_90') when a disassembler is
     found (grader.feedback.sass.find_disassembler) and reads it; otherwise from its entry in the module PTX `ptx`.
@@ -310,7 +259,11 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
     - An integer division by a run-time value gets the page's "look at your bias index first" (Pitfalls: a
       flat index with i % cols is an integer division on every element). PTX: any div/rem (rem.u64 for
       size_t, rem.s32 for int). SASS: a call to CUDA's division routine (__cuda_sm20_rem_u64, div_u64,
-      rem_s64, div_s64) or an inline one (I2F.U32.RP / I2F.RP, then MUFU.RCP).
+      rem_s64, div_s64) or an inline one (I2F.U32.RP / I2F.RP, then MUFU.RCP). Only when the PTX has a div or rem
+      at least `division_bits` wide (Exercise.division_hint_bits) on a path a launch of the grader can take
+      (grader.feedback.ptx_paths: the parameters at `integer_params`, 0-based, hold at most
+      grader.core.exercise.INT32_LIMIT; default: none known, every path counts). The RoPE page's advice, 32-bit
+      pos and j with the size_t body kept for 2^31 pairs or more, gets no division hint.
     - Only 4-byte global loads, on a card where the one-float-per-thread copy (`scalar_copy_gbs`, GB/s =
       1e9 bytes/s) is below SCALAR_COPY_SHORT (0.90) of the copy floor (`floor_gbs`, the fastest copy,
       named `floor_name`), gets a hint quoting both bandwidths. Needs both numbers: with either None (no
@@ -335,10 +288,22 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
     """
     facts = reading.facts() if reading else sass.sass_facts(cubin, mangled) if cubin else None
     if facts is not None:
-        return sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
-                          kernel=kernel, arch=arch, texts=texts, exercise_hints=exercise_hints)
-    return ptx_hints(ptx_facts(ptx, mangled), scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs,
-                     floor_name=floor_name, kernel=kernel, texts=texts, exercise_hints=exercise_hints)
+        hints = sass_hints(facts, scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs, floor_name=floor_name,
+                           kernel=kernel, arch=arch, texts=texts, exercise_hints=exercise_hints)
+    else:
+        hints = ptx_hints(ptx_facts(ptx, mangled), scalar_copy_gbs=scalar_copy_gbs, floor_gbs=floor_gbs,
+                          floor_name=floor_name, kernel=kernel, texts=texts, exercise_hints=exercise_hints)
+    if any(h.kind == HintKind.DIVISION for h in hints) and not division_reached(ptx, mangled, integer_params,
+                                                                                division_bits):
+        hints = [h for h in hints if h.kind != HintKind.DIVISION]
+    return hints
+
+
+def division_reached(ptx: str, mangled: str, integer_params: frozenset[int], bits: int) -> bool:
+    """Whether a launch of the grader can reach an integer div or rem at least `bits` wide in the kernel `mangled`
+    of `ptx`, its integer parameters (0-based indices) at most INT32_LIMIT (grader.feedback.ptx_paths)."""
+    found = reachable_divisions(ptx, mangled, integer_params, course.INT32_LIMIT)
+    return any(int(op.rsplit(".", 1)[1][1:]) >= bits for op in found)
 
 
 FROM_SASS = "from the machine code"

@@ -288,11 +288,13 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     info = compiled.kernels[ex.kernel_name]
     reading = reading or (Reading(compiled.cubin, info.mangled) if compiled.cubin else None)
     one = next((r for r in report.table if r.version == FLOOR_SCALAR), None)
+    spec = report.contract.launch_spec(tuple(p.size for p in info.params))
     found = code_hints(compiled.ptx, info.mangled, scalar_copy_gbs=one.gbs if one else None,
                        floor_gbs=report.floor_gbs if one else None, floor_name=report.floor_version if one else None,
                        cubin=compiled.cubin, arch=compiled.arch, reading=reading, kernel=ex.kernel_name,
-                       texts=ex.hint_texts(), exercise_hints=ex.code_hints)
-    facts, spec = reading.facts() if reading else None, report.contract.launch_spec(tuple(p.size for p in info.params))
+                       texts=ex.hint_texts(), exercise_hints=ex.code_hints, division_bits=ex.division_hint_bits,
+                       integer_params=frozenset(i for i, p in enumerate(spec.params) if p.kind != "ptr"))
+    facts = reading.facts() if reading else None
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
     division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from grader.core import exercise
-from grader.core.errors import InputError
+from grader.core.errors import GraderFault, InputError
 from grader.core.exercise import Exercise, Problem
 from grader.core.launch import GridKind, LaunchSpec, Param, integer_param
 from grader.core.model import ReportModel
@@ -79,7 +79,12 @@ class Contract(ReportModel):
 
     def launch_values(self, ptrs: dict[str, object], problem: Problem) -> dict[str, object]:
         """The value of every declared parameter at `problem`: ptrs maps each pointer role to a device buffer or
-        address; the integers are problem.integers."""
+        address; the integers are problem.integers. Raises GraderFault (the grader's own fault) for an integer over
+        exercise.INT32_LIMIT, which no problem of the grader's has (grader.feedback.ptx_paths relies on that)."""
+        over = {k: v for k, v in problem.integers.items() if not 0 <= v <= exercise.INT32_LIMIT}
+        if over:
+            raise GraderFault(f"the grader's problem {problem.label} passes {over}: every integer the grader passes "
+                              f"a kernel is 0 .. {exercise.INT32_LIMIT} (grader.core.exercise.INT32_LIMIT)")
         values = {**ptrs, **problem.integers}
         return {role: values[role] for role in self.params}
 

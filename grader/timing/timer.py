@@ -154,13 +154,14 @@ def bench_shape(info: GpuInfo, buffers: int = exercise.BENCH_BUFFERS, free_bytes
 def bench_rows_cols(free: int, l2_bytes: int, buffers: int = exercise.BENCH_BUFFERS) -> tuple[int, int]:
     """(rows, cols) of the benchmark: each float32 buffer at least BENCH_L2_MULTIPLE x the L2 size, capped
     so that `buffers` buffers of rows x cols fit in BENCH_FREE_MEMORY_SHARE of the free memory (`free`, bytes),
-    rows <= 65535 (gridDim.y) and cols a multiple of BENCH_COL_MULTIPLE; `l2_bytes`: the card's L2.
+    rows <= 65535 (gridDim.y), cols a multiple of BENCH_COL_MULTIPLE and rows x cols at most INT32_LIMIT;
+    `l2_bytes`: the card's L2.
 
     Raises GraderFault (exit 4: the machine's, not the submission's) when the card has too little free
     memory for one row of BENCH_COL_MULTIPLE floats per buffer.
     """
     cap = int(free * exercise.BENCH_FREE_MEMORY_SHARE / buffers)
-    elems = min(exercise.BENCH_L2_MULTIPLE * l2_bytes, cap) // exercise.BYTES_PER_FLOAT
+    elems = min(min(exercise.BENCH_L2_MULTIPLE * l2_bytes, cap) // exercise.BYTES_PER_FLOAT, exercise.INT32_LIMIT)
     step = exercise.BENCH_COL_MULTIPLE
     cols = max(step, math.ceil(elems / exercise.MAX_GRID_Y / step) * step)
     rows = min(exercise.MAX_GRID_Y, elems // cols)

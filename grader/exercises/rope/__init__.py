@@ -89,6 +89,8 @@ class Rope(Exercise):
     slow_hint = SLOW_HINT
     bounds_test = "`if (p < pairs)`"
     wrong_output_kinds = ()
+    division_hint_bits = 64
+    """The page's pitfall is the size_t division; 32-bit pos and j are the page's fix and the model answer's."""
     bytes_text = "in read once and out written once: 2 floats per element, what a copy moves"
     cached_text = ("the cos and sin tables (seq x D/2 floats each) are read by every batch and every head: they "
                    "stay in L2 and are not DRAM traffic, so counting them (2 more floats per pair) inflates GB/s")

@@ -45,7 +45,7 @@ BENCH_TABLE_COPIES = 4
 """Table-sized buffers of the benchmark: cosTab and sinTab the kernel reads, and the on-GPU check's private copies
 (grader.exercises.rope.device)."""
 
-INT32_LIMIT = 2**31 - 1
+INT32_LIMIT = course.INT32_LIMIT
 """The benchmark's n (floats) stays at or below this, so an `int n` or `int pairs` parameter can hold it."""
 
 IN_RANGE = 4.0

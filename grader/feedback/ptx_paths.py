@@ -1,0 +1,248 @@
+"""A kernel's PTX as functions, and which of its instructions a launch of the grader can reach.
+
+Why (issue 32): the RoPE page's own advice is "32-bit division when pairs < 2^31", and a kernel that takes it
+keeps the page's size_t body for larger tensors:
+
+    if (pairs < (size_t(1) << 31)) { ... 32-bit pos and j ... } else { ... p / (half * heads) in size_t ... }
+
+Its machine code still calls CUDA's 64-bit division routine, on a path no launch of the grader takes: every
+integer the grader passes a kernel is at most grader.core.exercise.INT32_LIMIT (every benchmark buffer holds
+fewer than 2^31 floats, every verification shape is small). A hint about that division would tell the student
+to do what they did.
+
+The reading: the entry's statements in order, split at labels and branches (`bra`, `@%p bra`, `@!%p bra`,
+`ret`, `exit`), walked from the top. A branch goes one way only where its predicate is decided for every
+launch: a `setp` of an integer comparison (`lt le gt ge eq ne lo ls hi hs`, signed or unsigned, 16 to 64 bits)
+between immediates and registers whose one definition in the body is an `ld.param` of an integer parameter
+(0 .. INT32_LIMIT) or a `cvt` or `mov` of such a register (zero or sign extension keeps 0 .. 2^31 - 1). Every other
+branch goes both ways, so anything unsure is reachable: the reading can only remove paths that no launch takes.
+A `.func` the entry calls from a reached statement is reached whole (its parameters are not the kernel's).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
+CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$]+)")
+INT_DIV = re.compile(r"\b(?:div|rem)(?:\.full)?\.[us](?:16|32|64)\b")
+"""An integer division or remainder: in PTX from NVRTC its divisor is known only at run time (a division by a
+constant becomes mul.hi and shifts)."""
+
+_SCOPE = re.compile(r"^\s*[{}]\s*$", re.M)
+"""A line that opens or closes a scope (the body's braces, a call sequence's, inline assembly's); braces inside a
+statement ({%f1, %f2} vector operands) are kept."""
+_LINE_DIRECTIVE = re.compile(r"^\s*\.(?:loc|file)\b[^\n]*$", re.M)
+"""Line information (with lineinfo, `.loc 1 26 5` before a statement): a directive with no ';'."""
+_LABEL = re.compile(r"^\s*([\w$]+):\s*(.*)$", re.S)
+_GUARD = re.compile(r"^@(!?)(%[\w$]+)\s+(.*)$", re.S)
+_SETP = re.compile(r"^setp\.(lt|le|gt|ge|eq|ne|lo|ls|hi|hs)\.([su])(16|32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
+_LD_PARAM = re.compile(r"^ld\.param\.[bsu](?:32|64)\s+(%[\w$]+)\s*,\s*\[\s*([\w$]+)_param_(\d+)\s*\]$")
+_COPY = re.compile(r"^(?:cvt\.[su](?:32|64)\.[su](?:32|64)|mov\.[bsu](?:32|64))\s+(%[\w$]+)\s*,\s*(%[\w$]+)$")
+_DEST = re.compile(r"^[\w.:]+\s+(%[\w$]+)\b")
+_IMM = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)[uU]?$")
+_UNSIGNED = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+
+
+def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | None:
+    """{name: (kind "entry" or "func", body)} of the `.entry` named `mangled` (first) and of every `.func` it
+    calls, directly or through other functions; bodies brace-balanced, comments removed. None when `ptx` has no
+    such entry."""
+    text = COMMENT.sub("", ptx)
+    bodies: dict[str, tuple[str, str]] = {}
+    for m in HEADER.finditer(text):
+        body = _body_after(text, m.end())
+        if body is not None:
+            bodies[m.group(2)] = (m.group(1), body)
+    if bodies.get(mangled, ("", ""))[0] != "entry":
+        return None
+    seen, todo = [mangled], [mangled]
+    while todo:
+        for callee in CALL.findall(bodies[todo.pop()][1]):
+            if callee in bodies and callee not in seen:
+                seen.append(callee)
+                todo.append(callee)
+    return {name: bodies[name] for name in seen}
+
+
+def kernel_ptx(ptx: str, mangled: str) -> str | None:
+    """The PTX bodies (comments removed) of the `.entry` named `mangled` and of every `.func` it calls, joined;
+    None when there is no such entry."""
+    functions = kernel_functions(ptx, mangled)
+    return None if functions is None else "\n".join(body for _, body in functions.values())
+
+
+def _body_after(text: str, at: int) -> str | None:
+    """The brace-balanced body that follows a header ending at `at` (past the parameter list and any
+    directives), or None for a declaration (ends in ';' before any '{')."""
+    depth, i, n = 0, at, len(text)
+    while i < n and text[i] != "(" and text[i] not in "{;":
+        i += 1
+    if i < n and text[i] == "(":
+        while i < n:
+            depth += text[i] == "("
+            depth -= text[i] == ")"
+            i += 1
+            if depth == 0:
+                break
+    while i < n and text[i] not in "{;":
+        i += 1
+    if i >= n or text[i] == ";":
+        return None
+    start, depth = i, 0
+    while i < n:
+        depth += text[i] == "{"
+        depth -= text[i] == "}"
+        i += 1
+        if depth == 0:
+            return text[start:i]
+    return text[start:]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One PTX statement: the labels before it, its guard ("%p1", negated or not; "" for none) and its text."""
+
+    labels: tuple[str, ...]
+    guard: str
+    negated: bool
+    text: str
+
+
+def statements(body: str) -> list[Statement]:
+    """The statements of a function body in order (its braces and directives' scoping braces dropped)."""
+    out, labels = [], []
+    for raw in _SCOPE.sub(";", _LINE_DIRECTIVE.sub("", body)).split(";"):
+        part = " ".join(raw.split())
+        while (m := _LABEL.match(part)) and not part.startswith("@"):
+            labels.append(m.group(1))
+            part = m.group(2).strip()
+        if not part:
+            continue
+        g = _GUARD.match(part)
+        out.append(Statement(tuple(labels), g.group(2) if g else "", bool(g and g.group(1)),
+                             g.group(3).strip() if g else part))
+        labels = []
+    if labels:
+        out.append(Statement(tuple(labels), "", False, "ret"))
+    return out
+
+
+def _known_registers(body: list[Statement], entry: str, integers: frozenset[int], high: int
+                     ) -> dict[str, tuple[int, int]]:
+    """{register: (lowest, highest)} for the registers of `body` whose one definition loads an integer parameter
+    (index in `integers`: 0 .. `high`) or copies such a register."""
+    defs: dict[str, list[str]] = {}
+    for s in body:
+        if m := _DEST.match(s.text):  # a guarded definition may not happen: its register is never known
+            defs.setdefault(m.group(1), []).append("" if s.guard else s.text)
+    known: dict[str, tuple[int, int]] = {}
+    for _ in range(4):  # copies of copies
+        for reg, texts in defs.items():
+            if len(texts) != 1 or reg in known:
+                continue
+            if (m := _LD_PARAM.match(texts[0])) and m.group(2) == entry and int(m.group(3)) in integers:
+                known[reg] = (0, high)
+            elif (m := _COPY.match(texts[0])) and m.group(2) in known:
+                known[reg] = known[m.group(2)]
+    return known
+
+
+def _value(operand: str, known: dict[str, tuple[int, int]], signed: bool, bits: int) -> tuple[int, int] | None:
+    """`operand`'s range as the comparison reads it, or None when unknown."""
+    operand = operand.strip()
+    if operand in known:
+        return known[operand]
+    if not _IMM.match(operand):
+        return None
+    v = int(operand.rstrip("uU"), 0) % (1 << bits)
+    if signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v, v
+
+
+def _decided(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
+    """The comparison `a op b` when it holds for every pair of values of the two ranges, or fails for every
+    one; None otherwise."""
+    (a0, a1), (b0, b1) = a, b
+    rules = {"lt": (a1 < b0, a0 >= b1), "le": (a1 <= b0, a0 > b1), "gt": (a0 > b1, a1 <= b0),
+             "ge": (a0 >= b1, a1 < b0), "eq": (a0 == a1 == b0 == b1, a1 < b0 or b1 < a0)}
+    if op == "ne":
+        always, never = rules["eq"]
+        return True if never else False if always else None
+    always, never = rules[op]
+    return True if always else False if never else None
+
+
+def _predicates(body: list[Statement], known: dict[str, tuple[int, int]]) -> dict[str, bool]:
+    """{predicate register: its value for every launch} for the predicates with one definition, a decided
+    setp."""
+    defs: dict[str, list[Statement]] = {}
+    for s in body:
+        if m := _DEST.match(s.text):
+            defs.setdefault(m.group(1), []).append(s)
+    out = {}
+    for reg, ss in defs.items():
+        m = _SETP.match(ss[0].text) if len(ss) == 1 and not ss[0].guard else None
+        if not m:
+            continue
+        op, signed, bits = _UNSIGNED.get(m.group(1), m.group(1)), m.group(2) == "s", int(m.group(3))
+        signed = signed and m.group(1) not in _UNSIGNED
+        a, b = _value(m.group(5), known, signed, bits), _value(m.group(6), known, signed, bits)
+        if a is not None and b is not None and (value := _decided(op, a, b)) is not None:
+            out[reg] = value
+    return out
+
+
+def reached(body: str, entry: str, integers: frozenset[int], high: int) -> list[Statement]:
+    """The statements of the function `body` (named `entry`) that a launch can reach when each parameter whose
+    index is in `integers` holds a value in 0 .. `high` (module docstring); in order."""
+    ss = statements(body)
+    at = {label: i for i, s in enumerate(ss) for label in s.labels}
+    taken = _predicates(ss, _known_registers(ss, entry, integers, high))
+    seen: set[int] = set()
+    todo = [0]
+    while todo:
+        i = todo.pop()
+        while i < len(ss) and i not in seen:
+            seen.add(i)
+            s = ss[i]
+            word = s.text.split()[0]
+            value = taken.get(s.guard) if s.guard else True
+            if value is not None and s.negated:
+                value = not value
+            if word.startswith(("bra", "brx")):
+                target = at.get(s.text.split()[-1]) if word.startswith("bra") else None
+                if target is None:  # an indirect branch (brx.idx) or a target not read: every statement after it
+                    todo.extend(range(i + 1, len(ss)))
+                    break
+                if value is not False:
+                    todo.append(target)
+                if value is True:
+                    break
+            elif word in ("ret", "exit") and value is True:
+                break
+            i += 1
+    return [ss[i] for i in sorted(seen)]
+
+
+def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: int) -> tuple[str, ...]:
+    """The distinct integer div/rem opcodes ('div.u32', 'rem.u64') of the kernel `mangled` in `ptx` on a path a
+    launch can take when every parameter whose index (0-based, as the kernel declares them) is in `integers`
+    holds a value in 0 .. `high`, and in every `.func` such a path calls; () when there is no such kernel."""
+    functions = kernel_functions(ptx, mangled)
+    if functions is None:
+        return ()
+    found: set[str] = set()
+    todo, done = [mangled], set()
+    while todo:
+        name = todo.pop()
+        done.add(name)
+        kind, body = functions[name]
+        live = reached(body, name, integers if name == mangled else frozenset(), high)
+        for s in live:
+            found.update(INT_DIV.findall(s.text))
+            todo.extend(c for c in CALL.findall(s.text) if c in functions and c not in done and c not in todo)
+    return tuple(sorted(found))

@@ -1,0 +1,165 @@
+"""Which PTX instructions a launch of the grader can reach (grader.feedback.ptx_paths), and the division hint
+that depends on it: a division on a path for 2^31 elements or more is on no path the grader's launches take."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from grader.compile.nvrtc import compile_kernels
+from grader.core import exercise as course
+from grader.core.errors import GraderFault
+from grader.exercises import get, names
+from grader.feedback.hint import HintKind
+from grader.feedback.hints import code_hints, division_reached
+from grader.feedback.ptx_paths import reachable_divisions, reached, statements
+from grader.source.read import read_submission
+
+ROOT = Path(__file__).resolve().parent.parent
+HIGH = course.INT32_LIMIT
+ALL = frozenset({1})  # parameter 1 (n) is an integer; parameter 0 a pointer
+
+
+def entry(body: str) -> str:
+    """A PTX module with one kernel `k(ptr p, u64 n)` whose body is `body`, and a .func `f` that divides."""
+    return f""".version 8.5
+.target sm_90
+.address_size 64
+.func (.param .b64 r) f(.param .b64 a)
+{{
+\t.reg .b64 %rd<4>;
+\tld.param.u64 %rd1, [f_param_0];
+\trem.u64 %rd2, %rd1, %rd1;
+\tst.param.b64 [r], %rd2;
+\tret;
+}}
+.visible .entry k(
+\t.param .u64 k_param_0,
+\t.param .u64 k_param_1
+)
+{{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<8>;
+\t.reg .b64 %rd<16>;
+\t.reg .f32 %f<8>;
+\tld.param.u64 %rd1, [k_param_0];
+\tld.param.u64 %rd2, [k_param_1];
+{body}
+\tret;
+}}
+"""
+
+
+GUARDED = """\t.loc 1 26 5
+\tsetp.lt.u64 %p1, %rd2, 2147483648;
+\t@%p1 bra $L__BB0_2;
+\tdiv.u64 %rd3, %rd2, %rd1;
+\tbra.uni $L__BB0_3;
+$L__BB0_2:
+\t.loc 1 30 5
+\tcvt.u32.u64 %r1, %rd2;
+\tdiv.u32 %r2, %r1, %r1;
+\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+$L__BB0_3:
+"""
+
+
+def test_a_branch_on_a_size_against_2_31_goes_one_way():
+    # the RoPE advice's shape: 32-bit below 2^31, size_t above; n is at most INT32_LIMIT for every launch
+    assert reachable_divisions(entry(GUARDED), "k", ALL, HIGH) == ("div.u32",)
+    # not known to be an integer the grader passes (a pointer, or no contract): both ways
+    assert reachable_divisions(entry(GUARDED), "k", frozenset(), HIGH) == ("div.u32", "div.u64")
+    assert reachable_divisions(entry(GUARDED.replace("%rd2, 2147483648", "%rd1, 2147483648")), "k", ALL,
+                               HIGH) == ("div.u32", "div.u64")
+    # the negated guard takes the other side; a comparison with a size some launch can have goes both ways
+    assert reachable_divisions(entry(GUARDED.replace("@%p1", "@!%p1")), "k", ALL, HIGH) == ("div.u64",)
+    assert reachable_divisions(entry(GUARDED.replace("2147483648", "1000")), "k", ALL, HIGH) == ("div.u32",
+                                                                                                "div.u64")
+    # INT32_LIMIT itself is a size the grader may pass: `n > 2^31 - 1` never holds, `n > 2^31 - 2` may
+    gt = GUARDED.replace("setp.lt.u64 %p1, %rd2, 2147483648", "setp.gt.u64 %p1, %rd2, 2147483647")
+    assert reachable_divisions(entry(gt), "k", ALL, HIGH) == ("div.u64",)
+    assert reachable_divisions(entry(gt.replace("2147483647", "2147483646")), "k", ALL, HIGH) == ("div.u32",
+                                                                                                 "div.u64")
+
+
+def test_what_the_reading_cannot_know_is_reachable():
+    # a register defined twice, a guarded definition, a signed comparison with -1 (never true for a size)
+    twice = GUARDED.replace("\tsetp.lt.u64", "\tmov.u64 %rd2, %rd1;\n\tsetp.lt.u64")
+    assert reachable_divisions(entry(twice), "k", ALL, HIGH) == ("div.u32", "div.u64")
+    guarded = GUARDED.replace("\tsetp.lt.u64 %p1, %rd2,", "\t@%p3 mov.u64 %rd5, %rd2;\n\tsetp.lt.u64 %p1, %rd5,")
+    assert reachable_divisions(entry(guarded), "k", ALL, HIGH) == ("div.u32", "div.u64")
+    copied = GUARDED.replace("\tsetp.lt.u64 %p1, %rd2,", "\tmov.b64 %rd5, %rd2;\n\tsetp.lt.u64 %p1, %rd5,")
+    assert reachable_divisions(entry(copied), "k", ALL, HIGH) == ("div.u32",)
+    signed = GUARDED.replace("setp.lt.u64 %p1, %rd2, 2147483648", "setp.gt.s64 %p1, %rd2, -1")
+    assert reachable_divisions(entry(signed), "k", ALL, HIGH) == ("div.u32",)
+    # an early return for huge sizes does not remove the division after it
+    early = "\tsetp.ge.u64 %p1, %rd2, 2147483648;\n\t@%p1 ret;\n\tdiv.u64 %rd3, %rd2, %rd1;\n"
+    assert reachable_divisions(entry(early), "k", ALL, HIGH) == ("div.u64",)
+
+
+def test_a_function_is_reached_only_from_a_reached_call():
+    call = ("\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd2;\n\t.param .b64 retval0;\n"
+            "\tcall.uni (retval0),\n\tf,\n\t(\n\tparam0\n\t);\n\t}\n")
+    slow = GUARDED.replace("\tdiv.u64 %rd3, %rd2, %rd1;\n", call)
+    assert reachable_divisions(entry(slow), "k", ALL, HIGH) == ("div.u32",)
+    fast = GUARDED.replace("\tdiv.u32 %r2, %r1, %r1;\n", call)
+    assert reachable_divisions(entry(fast), "k", ALL, HIGH) == ("rem.u64",)  # the div.u64 is on the slow path
+    assert reachable_divisions(entry(fast), "other", ALL, HIGH) == ()
+
+
+def test_statements_keep_vector_operands_and_labels():
+    ss = statements("{\n" + GUARDED + "\tret;\n}")
+    assert [s.text.split()[0] for s in ss] == ["setp.lt.u64", "bra", "div.u64", "bra.uni", "cvt.u32.u64", "div.u32",
+                                               "ld.global.v4.f32", "ret"]
+    assert ss[4].labels == ("$L__BB0_2",) and ss[1].guard == "%p1" and not ss[1].negated
+    assert ss[6].text == "ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1]"
+    assert len(reached("{\n" + GUARDED + "\tret;\n}", "k", frozenset(), HIGH)) == len(ss)
+
+
+def _compiled(path: str, ex):
+    sub = read_submission(str(ROOT / path), ex)
+    c = compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), "sm_90")
+    info = c.kernels[ex.kernel_name]
+    spec = sub.contract.launch_spec(tuple(p.size for p in info.params))
+    return c, info, frozenset(i for i, p in enumerate(spec.params) if p.kind != "ptr")
+
+
+def test_the_rope_examples_as_nvrtc_compiles_them():
+    # gold_wide: 32-bit pos and j below 2^31 pairs, the page's size_t body above; page_scalar: size_t throughout
+    rope = get("rope")
+    c, info, ints = _compiled("submissions/rope/gold_wide.cu", rope)
+    assert reachable_divisions(c.ptx, info.mangled, ints, HIGH) == ("div.u32", "rem.u32")
+    assert "div.u64" in reachable_divisions(c.ptx, info.mangled, frozenset(), HIGH)
+    assert not division_reached(c.ptx, info.mangled, ints, rope.division_hint_bits)
+    assert division_reached(c.ptx, info.mangled, ints, 32)
+    hints = code_hints(c.ptx, info.mangled, scalar_copy_gbs=None, floor_gbs=None, kernel=rope.kernel_name,
+                       cubin=c.cubin, arch=c.arch, texts=rope.hint_texts(), integer_params=ints,
+                       division_bits=rope.division_hint_bits)
+    assert HintKind.DIVISION not in [h.kind for h in hints]
+    assert HintKind.DIVISION in [h.kind for h in code_hints(c.ptx, info.mangled, scalar_copy_gbs=None,
+                                                            floor_gbs=None, kernel=rope.kernel_name)]
+    c, info, ints = _compiled("submissions/rope/page_scalar.cu", rope)
+    assert division_reached(c.ptx, info.mangled, ints, rope.division_hint_bits)
+    hints = code_hints(c.ptx, info.mangled, scalar_copy_gbs=None, floor_gbs=None, kernel=rope.kernel_name,
+                       cubin=c.cubin, arch=c.arch, texts=rope.hint_texts(), integer_params=ints,
+                       division_bits=rope.division_hint_bits)
+    assert HintKind.DIVISION in [h.kind for h in hints]
+
+
+def test_every_integer_the_grader_passes_is_at_most_int32_limit():
+    # on a card far larger than any made (1 TB free, a 1 GiB L2) every benchmark still fits the limit
+    for ex in map(get, names()):
+        p = ex.bench_problem(10**12, 2**30)
+        assert p.integers and max(p.integers.values()) <= HIGH, (ex.name, p.integers)
+        assert p.n <= HIGH
+        for dims in ex.verify_dims:
+            assert max(ex.problem(dims).integers.values()) <= HIGH
+    # and a problem over it is the grader's fault, never launched
+    bias_gelu = get()
+    sub = read_submission(str(ROOT / "submissions/gold_float4.cu"), bias_gelu)
+    rows = math.isqrt(HIGH) + 2
+    huge = bias_gelu.problem((rows, rows))
+    with pytest.raises(GraderFault, match="INT32_LIMIT"):
+        sub.contract.launch_values({"x": 0, "bias": 0, "out": 0}, huge)
