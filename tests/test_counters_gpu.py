@@ -78,4 +78,9 @@ def test_a_rope_grading_with_counters_ranks_its_hints_by_them(gpu):
     assert report.counters.yours.label == "ropeInterleaved"
     assert not any("bias" in h.text or "erff" in h.text for h in report.hints), [h.text for h in report.hints]
     # its two 4-byte loads of a pair touch 8 sectors each, but the L1 serves the second: not scattered
-    assert report.hints[0].kind == "division" and "scattered" not in [h.kind for h in report.hints], report.hints
+    kinds = [h.kind for h in report.hints]
+    assert "scattered" not in kinds, report.hints
+    # ranked by what the counters measured (H200: width +0.22, the division little on its own while the loads are
+    # 4 bytes wide), not by the page's order of lessons
+    assert kinds[:2] == ["width", "division"], report.hints
+    assert report.hints[0].fraction_after - report.hints[0].fraction_now > 0.1, report.hints[0]
