@@ -163,3 +163,50 @@ def test_every_integer_the_grader_passes_is_at_most_int32_limit():
     huge = bias_gelu.problem((rows, rows))
     with pytest.raises(GraderFault, match="INT32_LIMIT"):
         sub.contract.launch_values({"x": 0, "bias": 0, "out": 0}, huge)
+
+
+# --- kernels a fresh reader wrote to break the reading (NVRTC's PTX; each division is reached by some launch) ----
+KEPT = {
+    # a vector load rewrites the parameter's register inside the loop: the register has two definitions
+    "vector_load_redefines": ('extern "C" __global__ void k(const int4* a, int n, int* o) {\n'
+                              "  int x = n; int i = 0;\n"
+                              "  do { if (x < 0) { o[0] = 1000 / x; return; } int4 v = a[i]; x = v.x; i = v.y; }"
+                              " while (i);\n}", ("div.s32",)),
+    # an octal literal in inline assembly (int('010', 0) raised ValueError, out of the grading)
+    "octal_literal": ('extern "C" __global__ void k(int* o, unsigned n, int d) {\n  unsigned f;\n'
+                      '  asm("{\\n.reg .pred %%q9;\\nsetp.lt.u32 %%q9, %1, 010;\\nselp.u32 %0, 1, 0, %%q9;\\n}"'
+                      ' : "=r"(f) : "r"(n));\n  if (f) o[0] = o[1] / d;\n}', ("div.s32",)),
+    # an indirect branch back to a division before it
+    "branch_back": ('extern "C" __global__ void k(int* o, unsigned n, unsigned d) {\n  unsigned r = o[1];\n'
+                    '  asm volatile("{\\n.reg .u32 %%ix;\\nand.b32 %%ix, %1, 1;\\nbra.uni Lgo;\\nLback:\\n'
+                    'div.u32 %0, %0, %1;\\nbra.uni Lend;\\nLgo:\\nLtab: .branchtargets Lback, Lend;\\n'
+                    'brx.idx %%ix, Ltab;\\nLend:\\n}" : "+r"(r) : "r"(d));\n  o[0] = r;\n}', ("div.u32",)),
+    # a function reached only through a table of function pointers at module scope
+    "function_pointer": ("__device__ int f(int a, int b) { return a / b; }\n"
+                         "__device__ int g(int a, int b) { return a * b; }\n"
+                         "__device__ int (*tab[2])(int, int) = {f, g};\n"
+                         'extern "C" __global__ void k(int* o, int n, int d) { o[0] = tab[o[1] & 1](o[2], d); }',
+                         ("div.s32",)),
+    # and decided: both sizes under 2^31 (LLVM's and.b64 of their or with -2^31), so only the 32-bit side runs
+    "both_under_2_31": ('extern "C" __global__ void k(int* o, unsigned long long n, unsigned long long m) {\n'
+                        "  if (n < (1ull << 31) && m < (1ull << 31)) o[0] = o[1] / (int)m; else o[0] = n / m;\n}",
+                        ("div.s32",)),
+    "call_for_huge_sizes": ("__device__ __noinline__ int f(int a, int b) { return a / b; }\n"
+                            'extern "C" __global__ void k(int* o, unsigned long long n, int d) {\n'
+                            "  if (n >= (1ull << 31)) o[0] = f(o[1], d);\n}", ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_what_a_launch_reaches_in_kernels_written_to_break_it(name):
+    source, expected = KEPT[name]
+    for lineinfo in (False, True):
+        c = compile_kernels(source, "k.cu", ("k",), "sm_90", lineinfo=lineinfo)
+        assert reachable_divisions(c.ptx, c.kernels["k"].mangled, frozenset({1, 2}), HIGH) == expected, lineinfo
+
+
+def test_scope_braces_on_a_statement_s_line_are_not_part_of_it():
+    body = "{\n\t{ .reg .pred p;\n\tLx: { mov.u32 %r1, %r2;\n\t} div.u32 %r3, %r1, %r1;\n}"
+    ss = statements(body)
+    assert [s.text for s in ss] == [".reg .pred p", "mov.u32 %r1, %r2", "div.u32 %r3, %r1, %r1"]
+    assert ss[1].labels == ("Lx",)

@@ -13,10 +13,17 @@ to do what they did.
 The reading: the entry's statements in order, split at labels and branches (`bra`, `@%p bra`, `@!%p bra`,
 `ret`, `exit`), walked from the top. A branch goes one way only where its predicate is decided for every
 launch: a `setp` of an integer comparison (`lt le gt ge eq ne lo ls hi hs`, signed or unsigned, 16 to 64 bits)
-between immediates and registers whose one definition in the body is an `ld.param` of an integer parameter
-(0 .. INT32_LIMIT) or a `cvt` or `mov` of such a register (zero or sign extension keeps 0 .. 2^31 - 1). Every other
-branch goes both ways, so anything unsure is reachable: the reading can only remove paths that no launch takes.
-A `.func` the entry calls from a reached statement is reached whole (its parameters are not the kernel's).
+between PTX integer literals and registers whose one definition in the body (counting every destination: a
+vector load's `{%r1, %r2}`, a second predicate's `%p|%q`; a guarded one makes it unknown) is an `ld.param` of an
+integer parameter (0 .. INT32_LIMIT), a `cvt` or `mov` of such a register (zero or sign extension keeps
+0 .. 2^31 - 1), or an `and` or `or` of them (and `and` with a literal: LLVM's `n < 2^31 && m < 2^31` is
+`(n | m) & -2^31 == 0`). Every other branch goes both ways, and an indirect one (`brx.idx`) reaches every
+statement, so anything unsure is reachable: the reading can only remove paths that no launch takes. A `.func`
+is reached whole (its parameters are not the kernel's) when a reached statement calls it, or when anything
+takes its address (a function pointer, a virtual call, a module-scope table), wherever that is.
+
+tests/test_ptx_paths.py holds kernels written to break it (a loop whose vector load rewrites the parameter's
+register, an octal literal, a branch back through `brx.idx`, a table of function pointers).
 """
 
 from __future__ import annotations
@@ -41,15 +48,22 @@ _GUARD = re.compile(r"^@(!?)(%[\w$]+)\s+(.*)$", re.S)
 _SETP = re.compile(r"^setp\.(lt|le|gt|ge|eq|ne|lo|ls|hi|hs)\.([su])(16|32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
 _LD_PARAM = re.compile(r"^ld\.param\.[bsu](?:32|64)\s+(%[\w$]+)\s*,\s*\[\s*([\w$]+)_param_(\d+)\s*\]$")
 _COPY = re.compile(r"^(?:cvt\.[su](?:32|64)\.[su](?:32|64)|mov\.[bsu](?:32|64))\s+(%[\w$]+)\s*,\s*(%[\w$]+)$")
-_DEST = re.compile(r"^[\w.:]+\s+(%[\w$]+)\b")
-_IMM = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)[uU]?$")
+_DESTS = re.compile(r"^[\w.:]+\s+(\{[^}]*\}|%[\w$]+(?:\s*\|\s*%[\w$]+)?)")
+"""An instruction's first operand, where it writes: one register, a vector ({%r1, %r2}) or two predicates (%p|%q)."""
+_REG = re.compile(r"%[\w$]+")
+_BITS = re.compile(r"^(and|or)\.b(?:32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
+_INITIALIZER = re.compile(r"=\s*(\{[^;]*\}|[^;{]+);")
+_LITERALS = ((re.compile(r"0[xX][0-9a-fA-F]+"), 16), (re.compile(r"0[bB][01]+"), 2), (re.compile(r"0[0-7]+"), 8),
+             (re.compile(r"0|[1-9]\d*"), 10))
+"""PTX's integer literals (PTX ISA, "Integer constants"): hexadecimal, binary, octal, decimal; a U suffix."""
 _UNSIGNED = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
 
 
 def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | None:
     """{name: (kind "entry" or "func", body)} of the `.entry` named `mangled` (first) and of every `.func` it
-    calls, directly or through other functions; bodies brace-balanced, comments removed. None when `ptx` has no
-    such entry."""
+    may run: those it or they name (a call, or an address taken for a function pointer) and those a module-scope
+    initializer names (a table of function pointers); bodies brace-balanced, comments removed. None when `ptx`
+    has no such entry."""
     text = COMMENT.sub("", ptx)
     bodies: dict[str, tuple[str, str]] = {}
     for m in HEADER.finditer(text):
@@ -58,13 +72,30 @@ def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | Non
             bodies[m.group(2)] = (m.group(1), body)
     if bodies.get(mangled, ("", ""))[0] != "entry":
         return None
-    seen, todo = [mangled], [mangled]
+    funcs = [name for name, (kind, _) in bodies.items() if kind == "func"]
+    seen = [mangled] + [f for f in funcs if f in _initialized(text, bodies)]
+    todo = list(seen)
     while todo:
-        for callee in CALL.findall(bodies[todo.pop()][1]):
-            if callee in bodies and callee not in seen:
+        body = bodies[todo.pop()][1]
+        for callee in funcs:
+            if callee not in seen and mentioned(callee, body):
                 seen.append(callee)
                 todo.append(callee)
     return {name: bodies[name] for name in seen}
+
+
+def _initialized(text: str, bodies: dict[str, tuple[str, str]]) -> set[str]:
+    """The functions of `bodies` that a module-scope initializer of `text` names (a table of function pointers)."""
+    outside = text
+    for _, body in bodies.values():
+        outside = outside.replace(body, "")
+    tables = " ".join(_INITIALIZER.findall(outside))
+    return {name for name in bodies if mentioned(name, tables)}
+
+
+def mentioned(name: str, text: str) -> bool:
+    """Whether `text` names the function `name` (a call, or its address taken: a function pointer)."""
+    return re.search(rf"(?<![\w$%.]){re.escape(name)}(?![\w$])", text) is not None
 
 
 def kernel_ptx(ptx: str, mangled: str) -> str | None:
@@ -112,13 +143,15 @@ class Statement:
 
 
 def statements(body: str) -> list[Statement]:
-    """The statements of a function body in order (its braces and directives' scoping braces dropped)."""
+    """The statements of a function body in order (its braces and directives' scoping braces dropped: a brace
+    that starts a statement, or follows its labels, opens or closes a scope, as inline assembly's `{ .reg ...`
+    on one line; a statement never starts with a vector operand)."""
     out, labels = [], []
     for raw in _SCOPE.sub(";", _LINE_DIRECTIVE.sub("", body)).split(";"):
-        part = " ".join(raw.split())
+        part = " ".join(raw.split()).lstrip("{} ")
         while (m := _LABEL.match(part)) and not part.startswith("@"):
             labels.append(m.group(1))
-            part = m.group(2).strip()
+            part = m.group(2).strip().lstrip("{} ")
         if not part:
             continue
         g = _GUARD.match(part)
@@ -132,14 +165,16 @@ def statements(body: str) -> list[Statement]:
 
 def _known_registers(body: list[Statement], entry: str, integers: frozenset[int], high: int
                      ) -> dict[str, tuple[int, int]]:
-    """{register: (lowest, highest)} for the registers of `body` whose one definition loads an integer parameter
-    (index in `integers`: 0 .. `high`) or copies such a register."""
+    """{register: (lowest, highest)} for the registers of `body` whose one definition (as any destination: a
+    vector load's, a second predicate's) loads an integer parameter (index in `integers`: 0 .. `high`), copies such
+    a register, or masks it (`and` with a constant or another such register, `or` of two: `high` is 2^31 - 1, so
+    the result stays within 0 .. 2^k - 1 for the widest of them under 2^k)."""
     defs: dict[str, list[str]] = {}
     for s in body:
-        if m := _DEST.match(s.text):  # a guarded definition may not happen: its register is never known
-            defs.setdefault(m.group(1), []).append("" if s.guard else s.text)
+        for reg in destinations(s.text):  # a guarded definition may not happen: its register is never known
+            defs.setdefault(reg, []).append("" if s.guard else s.text)
     known: dict[str, tuple[int, int]] = {}
-    for _ in range(4):  # copies of copies
+    for _ in range(6):  # copies of copies
         for reg, texts in defs.items():
             if len(texts) != 1 or reg in known:
                 continue
@@ -147,7 +182,29 @@ def _known_registers(body: list[Statement], entry: str, integers: frozenset[int]
                 known[reg] = (0, high)
             elif (m := _COPY.match(texts[0])) and m.group(2) in known:
                 known[reg] = known[m.group(2)]
+            elif (m := _BITS.match(texts[0])) and (r := _masked(m.group(1), m.group(3), m.group(4), known)):
+                known[reg] = r
     return known
+
+
+def destinations(text: str) -> list[str]:
+    """The registers a statement may write (its first operand's: reading it as written errs on the safe side)."""
+    m = _DESTS.match(text)
+    return _REG.findall(m.group(1)) if m else []
+
+
+def _masked(op: str, a: str, b: str, known: dict[str, tuple[int, int]]) -> tuple[int, int] | None:
+    """The range of `a op b` (op "and" or "or") where it follows from known ranges, each within 0 .. 2^31 - 1."""
+    ra, rb = known.get(a.strip()), known.get(b.strip())
+    if op == "or":
+        return (0, (1 << max(ra[1], rb[1]).bit_length()) - 1) if ra and rb else None
+    if ra and rb:
+        return 0, min(ra[1], rb[1])
+    r, other = (ra, b) if ra else (rb, a) if rb else (None, "")
+    mask = literal(other)
+    if r is None or mask is None:
+        return None
+    return 0, min(r[1], mask & ((1 << r[1].bit_length()) - 1))
 
 
 def _value(operand: str, known: dict[str, tuple[int, int]], signed: bool, bits: int) -> tuple[int, int] | None:
@@ -155,12 +212,24 @@ def _value(operand: str, known: dict[str, tuple[int, int]], signed: bool, bits: 
     operand = operand.strip()
     if operand in known:
         return known[operand]
-    if not _IMM.match(operand):
+    v = literal(operand)
+    if v is None:
         return None
-    v = int(operand.rstrip("uU"), 0) % (1 << bits)
+    v %= 1 << bits
     if signed and v >= 1 << (bits - 1):
         v -= 1 << bits
     return v, v
+
+
+def literal(text: str) -> int | None:
+    """The value of a PTX integer literal (_LITERALS, an optional minus), or None when `text` is not one."""
+    text = text.strip()
+    negative, digits = text.startswith("-"), text.lstrip("-").rstrip("uU")
+    for pattern, base in _LITERALS:
+        if pattern.fullmatch(digits):
+            value = int(digits[2:] if base in (16, 2) else digits, base)
+            return -value if negative else value
+    return None
 
 
 def _decided(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
@@ -181,8 +250,8 @@ def _predicates(body: list[Statement], known: dict[str, tuple[int, int]]) -> dic
     setp."""
     defs: dict[str, list[Statement]] = {}
     for s in body:
-        if m := _DEST.match(s.text):
-            defs.setdefault(m.group(1), []).append(s)
+        for reg in destinations(s.text):
+            defs.setdefault(reg, []).append(s)
     out = {}
     for reg, ss in defs.items():
         m = _SETP.match(ss[0].text) if len(ss) == 1 and not ss[0].guard else None
@@ -215,8 +284,8 @@ def reached(body: str, entry: str, integers: frozenset[int], high: int) -> list[
                 value = not value
             if word.startswith(("bra", "brx")):
                 target = at.get(s.text.split()[-1]) if word.startswith("bra") else None
-                if target is None:  # an indirect branch (brx.idx) or a target not read: every statement after it
-                    todo.extend(range(i + 1, len(ss)))
+                if target is None:  # an indirect branch (brx.idx) or a target not read: every statement
+                    todo.extend(range(len(ss)))
                     break
                 if value is not False:
                     todo.append(target)
@@ -231,18 +300,23 @@ def reached(body: str, entry: str, integers: frozenset[int], high: int) -> list[
 def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: int) -> tuple[str, ...]:
     """The distinct integer div/rem opcodes ('div.u32', 'rem.u64') of the kernel `mangled` in `ptx` on a path a
     launch can take when every parameter whose index (0-based, as the kernel declares them) is in `integers`
-    holds a value in 0 .. `high`, and in every `.func` such a path calls; () when there is no such kernel."""
+    holds a value in 0 .. `high`, and in every `.func` such a path calls, any whose address is taken (in the
+    kernel, a function it runs, or a module-scope table: a function pointer may call it); () when there is no
+    such kernel."""
     functions = kernel_functions(ptx, mangled)
     if functions is None:
         return ()
     found: set[str] = set()
-    todo, done = [mangled], set()
+    text = COMMENT.sub("", ptx)
+    todo, done = [mangled, *(f for f in _initialized(text, functions) if f != mangled)], set()
     while todo:
         name = todo.pop()
         done.add(name)
         kind, body = functions[name]
         live = reached(body, name, integers if name == mangled else frozenset(), high)
+        texts = [s.text for s in live] + [s.text for s in statements(body) if not s.text.startswith("call")]
         for s in live:
             found.update(INT_DIV.findall(s.text))
-            todo.extend(c for c in CALL.findall(s.text) if c in functions and c not in done and c not in todo)
+        todo.extend(f for f in functions if f not in done and f not in todo and f != name
+                    and (functions[f][0] == "func") and any(mentioned(f, t) for t in texts))
     return tuple(sorted(found))
