@@ -50,8 +50,8 @@ INT32_LIMIT = 2**31 - 1
 """Every integer the grader passes a kernel (sizes, counts, strides) is at most this: every benchmark buffer holds
 at most this many floats (grader.timing.timer.bench_rows_cols, each exercise's bench_problem) and every verification
 shape is small. So an `int n` parameter can hold any of them, and a branch of the kernel taken only for a size
-of 2^31 or more is on no path the grader's launches take (grader.feedback.ptx_paths). grader.core.launch refuses
-to pass a larger one."""
+of 2^31 or more is on no path the grader's launches take (grader.feedback.ptx_paths).
+grader.source.contract.Contract.launch_values refuses to pass a larger one (GraderFault)."""
 
 POISON_WORD = 0xF149F2CA
 """The output's contents before a checked launch: float32 -1.0e30, a value no exercise's answer takes from its
@@ -204,7 +204,8 @@ class Exercise:
     """Hint kinds kept for a kernel whose output is wrong: those about what it computes, not how fast."""
     division_hint_bits: int = 32
     """The division hint is about integer divisions by a run-time value at least this wide that a launch of the
-    grader reaches (grader.feedback.hints.code_hints). 32: any (biasGeluFused's model answer divides nowhere)."""
+    grader reaches (grader.feedback.hints.code_hints). The default, 32, is any width: for an exercise whose model
+    answer divides nowhere. 64: only the size_t ones, for one whose model answer divides in 32 bits."""
     asks_for_row: bool = False
     """The exercise asks for the student's table row and sentence (the byte-count flags: grader.source.claims)."""
     bytes_text: str = ""
