@@ -53,7 +53,7 @@ from grader.source.contract import Contract
 from grader.source.contract import parse_contract as _parse  # noqa: E402
 from grader.timing.timer import FLOOR_SCALAR, TimedRow
 
-PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints, "texts": BIAS_GELU.hint_texts()}
 """What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
 name and its own hint producer (the tanh GELU hint)."""
 

@@ -20,7 +20,7 @@ from grader.source.read import read_submission
 HINTS = Path(__file__).resolve().parent / "data" / "hints"
 NAME = BIAS_GELU.kernel_name
 """The kernel whose row and sentence are read here: the course page's exercise's (the only one asking for them)."""
-PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints, "texts": BIAS_GELU.hint_texts()}
 """What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
 name and its own hint producer (the tanh GELU hint)."""
 

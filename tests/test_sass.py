@@ -24,7 +24,7 @@ from grader.feedback.hints import code_hints, register_limited_warps, sass_hints
 from grader.feedback.sass import Disassembler, DisassemblyError
 from grader.source.read import read_submission
 
-PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints}
+PAGE = {"kernel": BIAS_GELU.kernel_name, "exercise_hints": BIAS_GELU.code_hints, "texts": BIAS_GELU.hint_texts()}
 """What grader.pipeline.grade.hints_for gives grader.feedback.hints for the course page's exercise: its kernel's
 name and its own hint producer (the tanh GELU hint)."""
 

@@ -238,7 +238,7 @@ class Exercise:
 
     def hint_texts(self) -> dict[str, str]:
         """The exercise's own wording of the machine code's hints (grader.feedback.hints.code_hints' `texts`:
-        division_lead, division_tail, width_tail); {} for the page's."""
+        division_lead, division_tail, width_tail); {} for the harness's, which names no exercise."""
         return {}
 
     def code_hints(self, signs) -> list:

@@ -279,7 +279,7 @@ def code_hints(ptx: str, mangled: str, *, scalar_copy_gbs: float | None, floor_g
 
     kernel: the kernel's name as the hints write it (Exercise.kernel_name).
     texts: the exercise's own wording ({"division_lead", "division_tail", "width_tail"}: Exercise.hint_texts; default:
-    the page's, DIVISION_LEAD, the row grid's tail and WIDTH_TAIL).
+    the harness's, which names no exercise: DIVISION_LEAD, DIVISION_TAIL and WIDTH_TAIL).
 
     Reads text, bytes and numbers; with a cubin it runs the disassembler (about 0.4 s, grader.feedback.sass), unless
     `reading` (a grader.feedback.sass.Reading of that cubin, started earlier) has run it already. Returns Hints
@@ -309,15 +309,14 @@ def division_reached(ptx: str, mangled: str, integer_params: frozenset[int], bit
 FROM_SASS = "from the machine code"
 FROM_PTX = "from the PTX"
 
-DIVISION_LEAD = "look at your bias index first"
-"""The division hint's first words (an exercise may give its own: Exercise.hint_texts)."""
-WIDTH_TAIL = ("Load and store 16 bytes per thread (float4: rows are 16-byte aligned when cols % 4 == 0), with a "
-              "scalar path for other shapes.")
-"""The 4-byte-load hint's last sentence (an exercise may give its own)."""
-
-_BIAS_TAIL = ("The page's pitfall: a flat index with i % cols costs an integer division on every element, which a "
-              "kernel near the copy floor has nothing to hide behind. Use the page's row grid "
-              "(blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so bias[col] needs no division.")
+DIVISION_LEAD = "look at your index arithmetic first"
+DIVISION_TAIL = ("An integer division by a value known only at run time, on every element, is dozens of instructions "
+                 "(a 64-bit one calls a routine), which a kernel near the copy floor has nothing to hide behind: find "
+                 "the index without dividing (a 2-D grid), or divide once per thread in 32 bits.")
+WIDTH_TAIL = ("Load and store 16 bytes per thread (float4 where the data is 16-byte aligned), with a scalar path "
+              "for the rest.")
+"""The division hint's first words and last sentences, and the 4-byte-load hint's last sentence, where the exercise
+gives none of its own (Exercise.hint_texts: each exercise's wording lives in its folder)."""
 
 
 def _loads_hint(kernel: str, source: str, ops: str, scalar_copy_gbs: float, floor_gbs: float,
@@ -350,7 +349,7 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
             f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_PTX}): {kernel} does an integer division "
             f"({ops} in its PTX"
             + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
-            + "). " + (t.get("division_tail") or _BIAS_TAIL)
+            + "). " + (t.get("division_tail") or DIVISION_TAIL)
         )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = ", ".join(g.opcode for g in facts.global_loads)
@@ -392,7 +391,7 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
                         "of about 20 instructions")
         hints.append(Hint(kind=HintKind.DIVISION, text=(
             f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_SASS}): {kernel} divides by a value known only at "
-            f"run time ({evidence}). " + (t.get("division_tail") or _BIAS_TAIL)
+            f"run time ({evidence}). " + (t.get("division_tail") or DIVISION_TAIL)
         )))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")

@@ -118,6 +118,13 @@ class BiasGelu(Exercise):
 
         return BiasGeluDevice(gpu, problem, self)
 
+    def hint_texts(self) -> dict[str, str]:
+        """The page's words for the division and 4-byte-load hints (hints.HINT_TEXTS: the bias index, the row
+        grid, float4 rows)."""
+        from grader.exercises.bias_gelu.hints import HINT_TEXTS
+
+        return dict(HINT_TEXTS)
+
     def code_hints(self, signs) -> list:
         """The tanh GELU hint where the kernel's code shows a tanh (hints.tanh_hints)."""
         from grader.exercises.bias_gelu.hints import tanh_hints

@@ -1,5 +1,5 @@
 """biasGeluFused's own hint from the machine code: the tanh GELU (or a sigmoid GELU) where the exercise asks for the
-exact one, GELU_erf.
+exact one, GELU_erf; and HINT_TEXTS, the page's words for the division and 4-byte-load hints (Exercise.hint_texts).
 
 The harness reads the signs of a tanh in the kernel's code (grader.feedback.hints: tanhf's inline expansion, the
 tanh GELU's 0.044715, MUFU.TANH, 1 / (1 + exp) in the machine code) and hands them over as a CodeSigns
@@ -13,6 +13,18 @@ from __future__ import annotations
 from grader.exercises import bias_gelu as exercise
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.hints import CodeSigns
+
+HINT_TEXTS = {
+    "division_lead": "look at your bias index first",
+    "division_tail": ("The page's pitfall: a flat index with i % cols costs an integer division on every element, "
+                      "which a kernel near the copy floor has nothing to hide behind. Use the page's row grid "
+                      "(blockIdx.y = row, the column from blockIdx.x and threadIdx.x), so bias[col] needs no "
+                      "division."),
+    "width_tail": ("Load and store 16 bytes per thread (float4: rows are 16-byte aligned when cols % 4 == 0), with a "
+                   "scalar path for other shapes."),
+}
+"""The page's Pitfalls in the division hint (its bias index, its row grid) and the 4-byte-load hint's advice (its
+rows, 16-byte aligned when cols % 4 == 0), for grader.feedback.hints.code_hints' `texts`."""
 
 
 def tanh_hints(signs: CodeSigns) -> list[Hint]:
