@@ -330,6 +330,13 @@ def _loads_hint(kernel: str, source: str, ops: str, scalar_copy_gbs: float, floo
     )
 
 
+def _division_hint(kernel: str, source: str, evidence: str, texts: dict[str, str]) -> Hint:
+    """The division hint, read from `source` (FROM_PTX, FROM_SASS) with its `evidence`, in the exercise's words."""
+    return Hint(kind=HintKind.DIVISION, text=(
+        f"{texts.get('division_lead') or DIVISION_LEAD} ({source}): {kernel} divides by a value known only at run "
+        f"time ({evidence}). " + (texts.get("division_tail") or DIVISION_TAIL)))
+
+
 def _slow_scalar_copy(scalar_copy_gbs: float | None, floor_gbs: float | None) -> bool:
     return scalar_copy_gbs is not None and bool(floor_gbs) and scalar_copy_gbs < SCALAR_COPY_SHORT * floor_gbs
 
@@ -343,14 +350,10 @@ def ptx_hints(facts: PtxFacts, *, scalar_copy_gbs: float | None, floor_gbs: floa
     if not facts.found:
         return hints
     if facts.int_divisions:
-        ops = ", ".join(facts.int_divisions)
         wide = any(op.endswith("64") for op in facts.int_divisions)
-        hints.append(Hint(kind=HintKind.DIVISION, text=(
-            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_PTX}): {kernel} does an integer division "
-            f"({ops} in its PTX"
-            + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else "")
-            + "). " + (t.get("division_tail") or DIVISION_TAIL)
-        )))
+        evidence = (", ".join(facts.int_divisions) + " in its PTX"
+                    + ("; a 64-bit one, which ptxas expands into a long instruction sequence" if wide else ""))
+        hints.append(_division_hint(kernel, FROM_PTX, evidence, t))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = ", ".join(g.opcode for g in facts.global_loads)
         text = _loads_hint(kernel, FROM_PTX, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
@@ -389,10 +392,7 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
         else:
             evidence = (", ".join(facts.division_sequences) + " then MUFU.RCP: an inline 32-bit integer division "
                         "of about 20 instructions")
-        hints.append(Hint(kind=HintKind.DIVISION, text=(
-            f"{t.get('division_lead') or DIVISION_LEAD} ({FROM_SASS}): {kernel} divides by a value known only at "
-            f"run time ({evidence}). " + (t.get("division_tail") or DIVISION_TAIL)
-        )))
+        hints.append(_division_hint(kernel, FROM_SASS, evidence, t))
     if facts.only_4_byte_loads and _slow_scalar_copy(scalar_copy_gbs, floor_gbs):
         ops = _ops(facts.global_loads) + (f"; its stores: {_ops(facts.global_stores)}" if facts.global_stores else "")
         text = _loads_hint(kernel, FROM_SASS, ops, scalar_copy_gbs, floor_gbs, floor_name, t.get("width_tail", ""))
