@@ -64,6 +64,13 @@ def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | Non
     may run: those it or they name (a call, or an address taken for a function pointer) and those a module-scope
     initializer names (a table of function pointers); bodies brace-balanced, comments removed. None when `ptx`
     has no such entry."""
+    found = _functions(ptx, mangled)
+    return None if found is None else found[0]
+
+
+def _functions(ptx: str, mangled: str) -> tuple[dict[str, tuple[str, str]], list[str]] | None:
+    """(kernel_functions' answer, the functions a launch starts in: the entry, then those a module-scope
+    initializer names), or None when `ptx` has no entry `mangled`."""
     text = COMMENT.sub("", ptx)
     bodies: dict[str, tuple[str, str]] = {}
     for m in HEADER.finditer(text):
@@ -73,15 +80,15 @@ def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | Non
     if bodies.get(mangled, ("", ""))[0] != "entry":
         return None
     funcs = [name for name, (kind, _) in bodies.items() if kind == "func"]
-    seen = [mangled] + [f for f in funcs if f in _initialized(text, bodies)]
-    todo = list(seen)
+    roots = [mangled] + [f for f in funcs if f in _initialized(text, bodies)]
+    seen, todo = list(roots), list(roots)
     while todo:
         body = bodies[todo.pop()][1]
         for callee in funcs:
             if callee not in seen and mentioned(callee, body):
                 seen.append(callee)
                 todo.append(callee)
-    return {name: bodies[name] for name in seen}
+    return {name: bodies[name] for name in seen}, roots
 
 
 def _initialized(text: str, bodies: dict[str, tuple[str, str]]) -> set[str]:
@@ -268,7 +275,11 @@ def _predicates(body: list[Statement], known: dict[str, tuple[int, int]]) -> dic
 def reached(body: str, entry: str, integers: frozenset[int], high: int) -> list[Statement]:
     """The statements of the function `body` (named `entry`) that a launch can reach when each parameter whose
     index is in `integers` holds a value in 0 .. `high` (module docstring); in order."""
-    ss = statements(body)
+    return _walk(statements(body), entry, integers, high)
+
+
+def _walk(ss: list[Statement], entry: str, integers: frozenset[int], high: int) -> list[Statement]:
+    """reached, on the function's statements `ss`."""
     at = {label: i for i, s in enumerate(ss) for label in s.labels}
     taken = _predicates(ss, _known_registers(ss, entry, integers, high))
     seen: set[int] = set()
@@ -303,18 +314,18 @@ def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: 
     holds a value in 0 .. `high`, and in every `.func` such a path calls, any whose address is taken (in the
     kernel, a function it runs, or a module-scope table: a function pointer may call it); () when there is no
     such kernel."""
-    functions = kernel_functions(ptx, mangled)
-    if functions is None:
+    read = _functions(ptx, mangled)
+    if read is None:
         return ()
+    functions, roots = read
     found: set[str] = set()
-    text = COMMENT.sub("", ptx)
-    todo, done = [mangled, *(f for f in _initialized(text, functions) if f != mangled)], set()
+    todo, done = list(roots), set()
     while todo:
         name = todo.pop()
         done.add(name)
-        kind, body = functions[name]
-        live = reached(body, name, integers if name == mangled else frozenset(), high)
-        texts = [s.text for s in live] + [s.text for s in statements(body) if not s.text.startswith("call")]
+        ss = statements(functions[name][1])
+        live = _walk(ss, name, integers if name == mangled else frozenset(), high)
+        texts = [s.text for s in live] + [s.text for s in ss if not s.text.startswith("call")]
         for s in live:
             found.update(INT_DIV.findall(s.text))
         todo.extend(f for f in functions if f not in done and f not in todo and f != name

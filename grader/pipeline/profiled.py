@@ -6,7 +6,7 @@ It reads and compiles the submission with the pipeline's own front (grader.pipel
 compile_submission, launch_spec; sandboxed, as every compile), draws the exercise's inputs on the GPU as the
 timed launches do (Exercise.device: its DeviceSide) at the benchmark Problem whose output is rows x cols (the
 graded benchmark shape, Exercise.bench_dims; by default the benchmark Problem of this card), then launches, once
-each and in this order (LAUNCHES), with the grader's own launch code (grader.core.launch):
+each and in this order, with the grader's own launch code (grader.core.launch):
 
   1. the submission;
   2. the exercise's model answer and 3. the page's answer (Exercise.references: bias_gelu's biasGeluFused<4>
@@ -30,21 +30,18 @@ import numpy as np
 
 from grader import exercises
 from grader.core.launch import bind
-from grader.feedback.counters import MODEL, PAGE_ANSWER
 from grader.gpu.device import open_gpu
 from grader.pipeline.grade import compile_submission, launch_spec
 from grader.source.read import read_submission
 from grader.timing.timer import FLOOR_SCALAR, FLOOR_VEC4, CopyFloor
 
-LAUNCHES = ("yours", MODEL, PAGE_ANSWER, FLOOR_VEC4, FLOOR_SCALAR)
-"""The profiled launches, in launch order (module docstring)."""
 SEED = 0
 """The inputs' seed: the counters do not depend on the values drawn, only on the shape."""
 
 
 def main(argv: list[str]) -> int:
-    """Compile FILE, draw the exercise's inputs at the benchmark Problem, make the LAUNCHES once each; returns the
-    exit code (an error propagates as a traceback: the parent reports the run as failed)."""
+    """Compile FILE, draw the exercise's inputs at the benchmark Problem, make the launches (module docstring)
+    once each; returns the exit code (an error propagates as a traceback: the parent reports the run as failed)."""
     p = argparse.ArgumentParser(prog="python -m grader.pipeline.profiled")
     p.add_argument("file")
     p.add_argument("--exercise", default=exercises.DEFAULT, choices=exercises.names())

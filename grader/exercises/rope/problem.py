@@ -45,9 +45,6 @@ BENCH_TABLE_COPIES = 4
 """Table-sized buffers of the benchmark: cosTab and sinTab the kernel reads, and the on-GPU check's private copies
 (grader.exercises.rope.device)."""
 
-INT32_LIMIT = course.INT32_LIMIT
-"""The benchmark's n (floats) stays at or below this, so an `int n` or `int pairs` parameter can hold it."""
-
 IN_RANGE = 4.0
 """Half-width of the uniform part of `in`'s draws (a power of two: grader.check.draws.DrawMix): q and k
 activations of a layer are of order 1."""
@@ -83,7 +80,7 @@ def bench_problem(free_bytes: int, l2_bytes: int) -> Problem:
     course.BENCH_L2_MULTIPLE x the L2, so the timed traffic is DRAM traffic; fewer batches where the
     course.BENCH_BUFFERS tensor-sized buffers (in, the submission's out, the copies' out) and the
     BENCH_TABLE_COPIES tables would not fit in course.BENCH_FREE_MEMORY_SHARE of the free memory, and never
-    more floats than INT32_LIMIT. (grader.timing.timer.bench_shape sizes bias_gelu the same way.) On the H200
+    more floats than course.INT32_LIMIT. (grader.timing.timer.bench_shape sizes bias_gelu the same way.) On the H200
     (60 MiB L2, about 140 GB free): B = 30, 960 MiB per tensor.
 
     Raises GraderFault (exit 4: the machine's, not the submission's) when not one batch fits."""
@@ -92,7 +89,7 @@ def bench_problem(free_bytes: int, l2_bytes: int) -> Problem:
     room = free_bytes * course.BENCH_FREE_MEMORY_SHARE - tables
     fits = int(room // (course.BENCH_BUFFERS * per_batch)) if room > 0 else 0
     wanted = math.ceil(course.BENCH_L2_MULTIPLE * l2_bytes / per_batch)
-    batch = min(max(1, wanted), fits, INT32_LIMIT // (per_batch // course.BYTES_PER_FLOAT))
+    batch = min(max(1, wanted), fits, course.INT32_LIMIT // (per_batch // course.BYTES_PER_FLOAT))
     if batch < 1:
         raise GraderFault(
             f"the GPU has only {free_bytes / 2**20:.0f} MiB free: too little for {course.BENCH_BUFFERS} RoPE "
