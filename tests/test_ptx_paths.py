@@ -14,7 +14,7 @@ from grader.core.errors import GraderFault
 from grader.exercises import get, names
 from grader.feedback.hint import HintKind
 from grader.feedback.hints import code_hints, division_reached
-from grader.feedback.ptx_paths import reachable_divisions, reached, statements
+from grader.feedback.ptx_paths import names_in, reachable_divisions, reached, statements
 from grader.source.read import read_submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,3 +210,9 @@ def test_scope_braces_on_a_statement_s_line_are_not_part_of_it():
     ss = statements(body)
     assert [s.text for s in ss] == [".reg .pred p", "mov.u32 %r1, %r2", "div.u32 %r3, %r1, %r1"]
     assert ss[1].labels == ("Lx",)
+
+
+def test_a_function_is_named_by_a_whole_identifier_never_by_a_register_or_a_type():
+    names = names_in("call.uni (retval0), f, (param0); mov.u64 %rd1, g; .reg .f32 %f<8>; ld.global.f32 %f1, [fg]")
+    assert {"f", "g", "fg"} <= names
+    assert not {"f32", "f1", "rd1", "uni", "global"} & names

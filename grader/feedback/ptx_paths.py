@@ -52,6 +52,7 @@ _DESTS = re.compile(r"^[\w.:]+\s+(\{[^}]*\}|%[\w$]+(?:\s*\|\s*%[\w$]+)?)")
 """An instruction's first operand, where it writes: one register, a vector ({%r1, %r2}) or two predicates (%p|%q)."""
 _REG = re.compile(r"%[\w$]+")
 _BITS = re.compile(r"^(and|or)\.b(?:32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
+_NAME = re.compile(r"(?<![\w$%.])[\w$]+")
 _INITIALIZER = re.compile(r"=\s*(\{[^;]*\}|[^;{]+);")
 _LITERALS = ((re.compile(r"0[xX][0-9a-fA-F]+"), 16), (re.compile(r"0[bB][01]+"), 2), (re.compile(r"0[0-7]+"), 8),
              (re.compile(r"0|[1-9]\d*"), 10))
@@ -73,36 +74,33 @@ def _functions(ptx: str, mangled: str) -> tuple[dict[str, tuple[str, str]], list
     initializer names), or None when `ptx` has no entry `mangled`."""
     text = COMMENT.sub("", ptx)
     bodies: dict[str, tuple[str, str]] = {}
+    outside, at = [], 0  # the module-scope text between the bodies
     for m in HEADER.finditer(text):
         body = _body_after(text, m.end())
         if body is not None:
             bodies[m.group(2)] = (m.group(1), body)
+            start = text.index(body, m.end())
+            outside.append(text[at:start])
+            at = start + len(body)
+    outside.append(text[at:])
     if bodies.get(mangled, ("", ""))[0] != "entry":
         return None
-    funcs = [name for name, (kind, _) in bodies.items() if kind == "func"]
-    roots = [mangled] + [f for f in funcs if f in _initialized(text, bodies)]
+    funcs = {name for name, (kind, _) in bodies.items() if kind == "func"}
+    order = {name: i for i, name in enumerate(bodies)}
+    tables = names_in(" ".join(_INITIALIZER.findall("".join(outside))))
+    roots = [mangled] + sorted(funcs & tables, key=order.get)
     seen, todo = list(roots), list(roots)
     while todo:
-        body = bodies[todo.pop()][1]
-        for callee in funcs:
-            if callee not in seen and mentioned(callee, body):
-                seen.append(callee)
-                todo.append(callee)
+        for callee in sorted((funcs & names_in(bodies[todo.pop()][1])) - set(seen), key=order.get):
+            seen.append(callee)
+            todo.append(callee)
     return {name: bodies[name] for name in seen}, roots
 
 
-def _initialized(text: str, bodies: dict[str, tuple[str, str]]) -> set[str]:
-    """The functions of `bodies` that a module-scope initializer of `text` names (a table of function pointers)."""
-    outside = text
-    for _, body in bodies.values():
-        outside = outside.replace(body, "")
-    tables = " ".join(_INITIALIZER.findall(outside))
-    return {name for name in bodies if mentioned(name, tables)}
-
-
-def mentioned(name: str, text: str) -> bool:
-    """Whether `text` names the function `name` (a call, or its address taken: a function pointer)."""
-    return re.search(rf"(?<![\w$%.]){re.escape(name)}(?![\w$])", text) is not None
+def names_in(text: str) -> set[str]:
+    """The identifiers `text` names outside registers and directives (%r1, .b32): a function it calls or whose
+    address it takes (a function pointer) is one of them. One pass over the text, whatever the functions."""
+    return set(_NAME.findall(text))
 
 
 def kernel_ptx(ptx: str, mangled: str) -> str | None:
@@ -328,6 +326,7 @@ def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: 
         texts = [s.text for s in live] + [s.text for s in ss if not s.text.startswith("call")]
         for s in live:
             found.update(INT_DIV.findall(s.text))
-        todo.extend(f for f in functions if f not in done and f not in todo and f != name
-                    and (functions[f][0] == "func") and any(mentioned(f, t) for t in texts))
+        named = names_in("\n".join(texts))
+        todo.extend(f for f in functions if f in named and f not in done and f not in todo and f != name
+                    and functions[f][0] == "func")
     return tuple(sorted(found))
