@@ -32,6 +32,7 @@ from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from grader.core.errors import EXIT_NO_GPU, NoGpuError  # noqa: E402
 from grader.gpu.device import visible_gpus  # noqa: E402
@@ -65,9 +66,13 @@ def expectations(hints: bool = False) -> dict[str, tuple[str, str]]:
     return found | (EXPECTED if hints else {})
 
 
-def grade(path: str, counters: bool) -> tuple[dict, str, float]:
-    """(the JSON report, the text report, seconds) of one grading."""
-    cmd = [sys.executable, "-m", "grader.cli", path, "--json"] + (["--counters"] if counters else [])
+def grade(path: str, counters: bool, exercise: str = "", plain: str = "", render: bool = True
+          ) -> tuple[dict, str, float]:
+    """(the JSON report, the text report ("" unless `render`), seconds) of one grading; `exercise`: its --exercise
+    (default: the default exercise); `plain`: an extra option for a grading without --counters ("--no-counters")."""
+    cmd = [sys.executable, "-m", "grader.cli", path, "--json"] + (["--counters"] if counters else
+                                                                    [plain] if plain else [])
+    cmd += ["--exercise", exercise] if exercise else []
     start = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=280, cwd=ROOT)
     seconds = time.monotonic() - start
@@ -75,10 +80,10 @@ def grade(path: str, counters: bool) -> tuple[dict, str, float]:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         report = {"verdict": "?", "reason": done.stderr[-500:], "hints": []}
-    render = ("import json, sys; from grader.output.report import GradeReport, render_text; "
-              "print(render_text(GradeReport.model_validate(json.load(sys.stdin))))")
-    text = subprocess.run([sys.executable, "-c", render], input=done.stdout, capture_output=True, text=True,
-                          cwd=ROOT).stdout if report.get("file") else ""
+    program = ("import json, sys; from grader.output.report import GradeReport, render_text; "
+               "print(render_text(GradeReport.model_validate(json.load(sys.stdin))))")
+    text = subprocess.run([sys.executable, "-c", program], input=done.stdout, capture_output=True, text=True,
+                          cwd=ROOT).stdout if report.get("file") and render else ""
     return report, text, seconds
 
 
@@ -112,12 +117,60 @@ def pack(out: Path, files: dict[str, str]) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
+def blind(out: Path, only: str, deadline: float) -> int:
+    """Grade the blind set (blind_replay.kernels) without counters (--no-counters), every kernel first, then with
+    them (the slow-looking ones first); write blind_gradings.json (the reports, the recording blind_replay.py
+    replays: commit it as tests/data/blind/h200_gradings.json; the text reports are rendered from it, no GPU needed)
+    and blind_check.txt (a line per grading, the table, the figures) into `out`; print the figures. Exit status 0."""
+    import blind_replay as br
+
+    start = time.monotonic()
+    sets = [k for k in br.kernels() if not only or k.stem in only.split(",")]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    rec: dict = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "kernels": {}}
+    lines = []
+
+    def fraction(k) -> float:
+        return (rec["kernels"].get(k.stem, {}).get("plain") or {}).get("fraction") or 0.0
+
+    for counters in (False, True):
+        for k in sorted(sets, key=fraction) if counters else sets:  # with counters: the slowest first
+            if deadline and time.monotonic() - start > deadline:
+                lines.append(f"deadline: {k.stem} {'--counters' if counters else 'plain'} and the rest not graded")
+                break
+            plain = (rec["kernels"].get(k.stem) or {}).get("plain") or {}
+            if counters and plain.get("verdict") not in ("gold", "silver", "fail"):
+                continue  # wrong, or not graded: nothing to profile
+            report, _, seconds = grade(k.path, counters, k.exercise, "--no-counters", render=False)
+            mode = "counters" if counters else "plain"
+            rec["kernels"].setdefault(k.stem, {})[mode] = report
+            s = br.scored(report)
+            lines.append(f"{k.stem:32s} {mode:8s} {s.verdict:7s} "
+                         f"{f'{s.fraction:.3f}' if s.fraction is not None else '-':6s} [{', '.join(s.kinds)}] "
+                         f"({k.klass}{': ' + k.cause if k.cause else ''}) {seconds:.0f} s")
+            print(lines[-1], flush=True)
+            (out / "blind_gradings.json").write_text(json.dumps(rec, indent=1))
+            (out / "blind_check.txt").write_text("\n".join(lines) + "\n")
+    results = {stem: {m: br.scored(r) for m, r in e.items()} for stem, e in rec["kernels"].items()}
+    result = br.score(results, sets)
+    summary = br.table(results, sets) + "\n\n" + br.figures(result)
+    print("\n" + summary)
+    (out / "blind_check.txt").write_text("\n".join(lines) + "\n\n" + summary + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.environ.get("OUT", "results"), help="folder of the summary and the reports")
     p.add_argument("--only", default="", help="comma-separated file stems to grade (default: all)")
     p.add_argument("--no-counters", action="store_true", help="grade without --counters only")
     p.add_argument("--hints", action="store_true", help="also issue 23's hint kernels (EXPECTED)")
+    p.add_argument("--blind", action="store_true",
+                   help="grade the blind set (tests/data/blind/) instead, --no-counters and --counters, and print "
+                        "its two figures (benchmarks/blind_replay.py)")
+    p.add_argument("--deadline", type=float, default=0.0, metavar="S",
+                   help="with --blind: start no grading after S seconds (0: no limit); what is done is kept")
     args = p.parse_args(argv)
     try:
         visible_gpus()  # no context here: each grading opens its own, and would see this one as a neighbour
@@ -126,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NO_GPU
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.blind:
+        return blind(out, args.only, args.deadline)
     wanted = {k: v for k, v in expectations(args.hints).items()
               if not args.only or Path(k).stem in args.only.split(",")}
     lines, rows, files, gradings = [], [], {}, {}

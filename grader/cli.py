@@ -246,11 +246,15 @@ def single_parser() -> argparse.ArgumentParser:
                    help=f"the exercise the file answers (default {exercises.DEFAULT}: "
                         f"{exercises.get().kernel_name}); one of " + ", ".join(
                             f"{n} ({exercises.get(n).kernel_name})" for n in exercises.names()))
-    p.add_argument("--counters", action="store_true",
-                   help="also measure with Nsight Compute (ncu) the bytes the kernel moves, how its warps access "
-                        "memory and the work they do, beside the page's answer, the model answer and the copies "
-                        "(one profiled launch each at the benchmark shape; never changes the verdict); measured "
-                        "unasked for a correct kernel under half the one-float copy")
+    counted = p.add_mutually_exclusive_group()
+    counted.add_argument("--counters", action="store_true",
+                         help="also measure with Nsight Compute (ncu) the bytes the kernel moves, how its warps "
+                              "access memory and the work they do, beside the page's answer, the model answer and "
+                              "the copies (one profiled launch each at the benchmark shape; never changes the "
+                              "verdict); measured unasked for a correct kernel under half the one-float copy")
+    counted.add_argument("--no-counters", action="store_true",
+                         help="never measure the counters, not even unasked for a slow kernel (the report's hints "
+                              "then come from the machine code, the launch and the grading's copies alone)")
     p.add_argument("--run-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds a stage (compile, verify) may run before grading stops with an error; timing "
                         "gets S plus its waits for a quiet GPU (default 60)")
@@ -476,7 +480,8 @@ def run_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         dog.stop()
         os.close(report_fd)
-    add_counters(report, args.file, asked=args.counters, device=args.device)  # or unasked, for a slow kernel
+    add_counters(report, args.file, asked=args.counters, when_slow=not args.no_counters,  # or unasked, when slow
+                 device=args.device)
     report.file = printable(shown, None)  # one line, as the model makes it (GradeReport._one_line)
     _emit(rendered(args.format, report, execution_time=time.monotonic() - started))
     return EXIT_BY_VERDICT[report.verdict]

@@ -187,7 +187,20 @@ def test_counters_are_wanted_when_asked_or_for_a_correct_kernel_under_half_the_o
     assert counters_wanted(slow, asked=False, when_slow=False) == ""
     near = slow.model_copy(update={"fraction_of_scalar_copy": 0.556})
     wrong = GradeReport(file="s.cu", verdict="fail", stage="verify", reason="")
-    assert counters_wanted(near, asked=False, when_slow=True) == counters_wanted(wrong, False, True) == ""
+    assert counters_wanted(near, asked=False, when_slow=True, ncu_found=True) == \
+        counters_wanted(wrong, False, True, ncu_found=True) == ""
+
+
+def test_a_correct_kernel_below_gold_gets_its_counters_unasked_where_ncu_is():
+    # issue 39: a student's first read names the measured cause; without ncu, only far below (to say why none)
+    silver = GradeReport(file="s.cu", verdict="silver", stage="grade", reason="", fraction=0.81,
+                         fraction_of_scalar_copy=1.3)
+    assert "below gold (0.810 of the copy floor)" in counters_wanted(silver, False, True, ncu_found=True)
+    assert "--no-counters" in counters_wanted(silver, False, True, ncu_found=True)
+    assert counters_wanted(silver, False, True, ncu_found=False) == ""
+    assert counters_wanted(silver, False, False, ncu_found=True) == ""  # --no-counters
+    gold = silver.model_copy(update={"verdict": "gold", "fraction": 0.93})
+    assert counters_wanted(gold, False, True, ncu_found=True) == ""
 
 
 def fake_ncu(folder: Path, csv: Path) -> Path:
@@ -209,9 +222,12 @@ def test_grade_file_measures_the_counters_of_a_slow_kernel_unasked(tmp_path, mon
     assert [h.kind for h in report.hints] == ["scattered", "division", "width"]
     text = render_text(report)
     assert "Counters (wanted because the kernel is correct but runs at 0.126" in text
-    fast = graded("scalar", with_counters=False)
-    add_counters(fast, str(ROOT / FILES["scalar"]), asked=False)
-    assert fast.counters is None
+    below_gold = graded("scalar", with_counters=False)  # 0.564: below gold, and ncu is here (issue 39)
+    add_counters(below_gold, str(ROOT / FILES["scalar"]), asked=False)
+    assert below_gold.counters.why.startswith("measured because the kernel is correct but below gold (0.564")
+    skipped = graded("scalar", with_counters=False)
+    add_counters(skipped, str(ROOT / FILES["scalar"]), asked=False, when_slow=False)  # grade --no-counters
+    assert skipped.counters is None
 
 
 def test_where_ncu_is_missing_the_report_says_so_in_one_line(monkeypatch):

@@ -53,6 +53,10 @@ shape is small. So an `int n` parameter can hold any of them, and a branch of th
 of 2^31 or more is on no path the grader's launches take (grader.feedback.ptx_paths).
 grader.source.contract.Contract.launch_values refuses to pass a larger one (GraderFault)."""
 
+OUTPUT = "out"
+"""The role of the output pointer (Pointer.name) in every exercise of the course: the hints name the buffer a store
+writes by it (grader.feedback.launch_facts.buffer)."""
+
 POISON_WORD = 0xF149F2CA
 """The output's contents before a checked launch: float32 -1.0e30, a value no exercise's answer takes from its
 inputs (GELU's minimum is about -0.17; a rotation keeps |out| <= sqrt 2 x the largest input, 65536), so an element

@@ -216,7 +216,7 @@ class Counters(ReportModel):
     """The counters of a grading: the tool, each profiled launch, the model's bytes per element, findings,
     `unavailable` (the reason) when nothing could be measured, `why` they were measured when nobody asked
     (counters_wanted), and, where the source-level pass ran, each global memory instruction of the submission
-    (`instructions`, or `instructions_unavailable`: why not)."""
+    (`instructions`, or `instructions_unavailable`: why not); `seconds`: what measuring them took."""
 
     tool: str = ""
     kernels: list[KernelCounters] = []
@@ -226,6 +226,8 @@ class Counters(ReportModel):
     why: str = ""
     instructions: list[InstructionCounters] = []
     instructions_unavailable: str = ""
+    seconds: float | None = None
+    """Wall time the counters took (the profiled child under ncu, and the source-level pass where it ran), s."""
 
     def get(self, label: str) -> KernelCounters | None:
         """The launch labelled `label` (the kernel's name, COPY_VEC4, COPY_SCALAR; MODEL or PAGE_ANSWER: the
@@ -639,18 +641,25 @@ def access_findings(c: Counters, ex: Exercise) -> list[str]:
 
 AUTO_BELOW = 0.5
 """`grade FILE` (and `grade batch --counters-when-slow`) measure the counters unasked for a correct kernel below
-this fraction of the one-float-per-thread copy: far below even a scalar kernel's ceiling, where the copies and
-the machine code cannot say why (issue 23)."""
+this fraction of the one-float-per-thread copy, whether or not ncu is here (without it the report says why there
+are none): far below even a scalar kernel's ceiling, where the copies and the machine code cannot say why (issue 23)."""
 
 
-def counters_wanted(report, asked: bool, when_slow: bool) -> str:
+def counters_wanted(report, asked: bool, when_slow: bool, ncu_found: bool | None = None) -> str:
     """Why counters should be measured for `report` (a GradeReport): "asked" (asked is true), or the reason a
-    slow correct kernel gets them unasked (when_slow, and its fraction of the one-float copy under AUTO_BELOW);
-    "" when they should not be. Whether the kernel can be profiled at all is verdict_allows' question."""
+    slow correct kernel gets them unasked (when_slow): below gold (grader.core.exercise.GOLD) where Nsight Compute
+    is found here (`ncu_found`; None: find_ncu() decides), so that a student's first read names the measured
+    cause (issue 39), or under AUTO_BELOW of the one-float copy in any case; "" when they should not be. Whether
+    the kernel can be profiled at all is verdict_allows' question."""
     if asked:
         return "asked"
-    x = report.fraction_of_scalar_copy
-    if when_slow and report.verdict in ("gold", "silver", "fail") and x is not None and x < AUTO_BELOW:
+    x, f = report.fraction_of_scalar_copy, report.fraction
+    if not when_slow or report.verdict not in ("gold", "silver", "fail"):
+        return ""
+    if x is not None and x < AUTO_BELOW:
         return (f"wanted because the kernel is correct but runs at {x:.3f} of the one-float-per-thread copy "
                 f"(under {AUTO_BELOW:g})")
+    if f is not None and f < course.GOLD and (find_ncu() is not None if ncu_found is None else ncu_found):
+        return (f"measured because the kernel is correct but below gold ({f:.3f} of the copy floor) and Nsight "
+                "Compute is here; --no-counters skips them")
     return ""

@@ -41,8 +41,16 @@ class HintKind(StrEnum):
     ATOMIC = "atomic"
     """An atomic (ATOMG, RED) in the per-element path."""
     STORES = "stores"
-    """An element stored more than once."""
+    """An element stored more than once, on one path."""
+    PASSES = "passes"
+    """A buffer swept twice in one launch: two loops, one after the other, over it, or out loaded back."""
+    DOUBLE = "double"
+    """Double-precision arithmetic in the per-element path (machine code only)."""
+    SHARED = "shared"
+    """Shared memory per block that leaves an SM under half its warps (machine code or the driver)."""
     # from the counters (grader.feedback.worth)
+    BYTES = "bytes"
+    """DRAM bytes over the byte model: a buffer read or written more than once, named with its loads or stores."""
     SCATTERED = "scattered"
     """Loads or stores touching more sectors per element than coalesced ones."""
     WORK = "work"
@@ -57,6 +65,20 @@ class HintKind(StrEnum):
     # a wrong output (grader.check.mistakes, grader.pipeline.grade)
     MISTAKE = "mistake"
     """The known mistake a wrong output matches."""
+
+
+class Site(ReportModel):
+    """One global memory instruction of the kernel's machine code, as the hints name it
+    (grader.feedback.launch_facts.sites): what it does (`op`: ld, st, atom, red), the `buffer` its address comes
+    from (the pointer parameter's role: x, bias, out, in, ...; "" where that is not known), the student's source
+    `line` (None: not known, or the grader's prelude), the bytes each thread moves with it, and the `loop` it runs
+    in (an id of grader.feedback.sass_flow's loops, None outside every loop)."""
+
+    op: str
+    buffer: str = ""
+    line: int | None = None
+    nbytes: int | None = None
+    loop: int | None = None
 
 
 LITTLE = 0.005

@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 
 from grader.core import exercise as course
-from grader.core.exercise import Exercise
+from grader.core.exercise import OUTPUT, Exercise
 from grader.core.launch import LaunchSpec
-from grader.feedback.hint import Hint, HintKind
+from grader.feedback.hint import Hint, HintKind, Site
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
 
@@ -92,25 +92,40 @@ def warps_per_sm(block: int, arch: str, registers: int | None = None) -> int | N
 
 
 def param_roles(spec: LaunchSpec) -> dict[int, str]:
-    """The role ('x', 'bias', 'out', ...) of each parameter by its byte offset in the parameter buffer: in order,
-    each aligned to its own size (pointers and 64-bit integers 8, 32-bit ones 4), as the CUDA ABI lays them out."""
+    """The role ('x', 'bias', 'out', 'cosTab', ...) of each pointer parameter by its byte offset in the parameter
+    buffer: the parameters in order, each aligned to its own size (pointers and 64-bit integers 8, 32-bit ones 4), as
+    the CUDA ABI lays them out; integer parameters take their place but are not roles of a buffer."""
     roles, at = {}, 0
     for p in spec.params:
         at = -(-at // p.size) * p.size
-        roles[at] = p.name
+        if p.kind == "ptr":
+            roles[at] = p.name
         at += p.size
     return roles
 
 
 def buffer(a: Access, roles: dict[int, str]) -> str | None:
-    """The buffer ('x', 'bias' or 'out') access `a` reads or writes, from the pointer parameters its address is
-    computed from (a load that also meets out's pointer reads the other; a store writes out); None: not known."""
-    found = [roles[o] for o in a.params if roles.get(o) in ("x", "bias", "out")]
+    """The buffer (a pointer parameter's role of `roles`: param_roles) access `a` reads or writes, from the pointer
+    parameters its address is computed from (a load that also meets out's pointer reads the other; a store writes
+    out, OUTPUT); None: not known."""
+    found = [roles[o] for o in a.params if o in roles]
     if a.op == "ld":
-        found = [r for r in found if r != "out"] or found
-    elif "out" in found:
-        return "out"
+        found = [r for r in found if r != OUTPUT] or found
+    elif OUTPUT in found:
+        return OUTPUT
     return found[0] if len(set(found)) == 1 else None
+
+
+def sites(facts: SassFacts | None, spec: LaunchSpec) -> list[Site]:
+    """Each global load, store and atomic of the kernel's machine code (`facts`; [] without it) as the report keeps
+    it (grader.feedback.hint.Site): what it does, the buffer of `spec`'s parameters its address comes from, its line
+    and width; for the hints that need the code after the counters are measured (grader.feedback.worth's bytes
+    hint)."""
+    if facts is None:
+        return []
+    roles = param_roles(spec)
+    return [Site(op=a.op, buffer=buffer(a, roles) or "", line=a.line, nbytes=a.nbytes)
+            for a in facts.accesses if a.op in ("ld", "st", "atom", "red")]
 
 
 def _where(accesses: list[Access], what: str) -> str:
@@ -150,7 +165,7 @@ def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Ex
 def _vector(accesses: tuple[Access, ...], roles: dict[int, str]) -> tuple[int, list[Access]]:
     """Floats per thread of the widest stores to out (all stores where none is known to write out), and them."""
     stores = [a for a in accesses if a.op in ("st", "atom", "red") and a.nbytes]
-    to_out = [a for a in stores if buffer(a, roles) == "out"] or stores
+    to_out = [a for a in stores if buffer(a, roles) == OUTPUT] or stores
     if not to_out:
         return 1, []
     widest = max(a.nbytes for a in to_out)
@@ -284,7 +299,7 @@ def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kern
             "has one writer: store it with a plain store (out[i] = ...).")))
     repeats = [a for a in accesses if a.repeat]
     if repeats:
-        stores = [a for a in accesses if a.op == "st" and buffer(a, roles) in ("out", None)]
+        stores = [a for a in accesses if a.op == "st" and buffer(a, roles) in (OUTPUT, None)]
         k = max(2, round(len(stores) / max(1, len(stores) - len(repeats))))
         first = [a for a in stores if not a.repeat and a.nbytes == repeats[0].nbytes][:1]
         volatile = " through a volatile pointer (.STRONG.SYS), which the compiler may not merge" \

@@ -47,9 +47,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.core import exercise
-from grader.core.exercise import CounterTexts, Exercise
-from grader.feedback.counters import MODEL, PAGE_ANSWER, Counters, InstructionCounters, KernelCounters, said
-from grader.feedback.hint import LITTLE, Hint, HintKind
+from grader.core.exercise import OUTPUT, CounterTexts, Exercise
+from grader.feedback.counters import (
+    MODEL,
+    MODEL_SLACK,
+    PAGE_ANSWER,
+    Counters,
+    InstructionCounters,
+    KernelCounters,
+    said,
+)
+from grader.feedback.hint import LITTLE, Hint, HintKind, Site
 
 ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
@@ -88,7 +96,8 @@ SCATTERED_NAMED = 3
 RANK_MS_DIGITS = 4
 """Estimates of the time saved are compared rounded to this many decimals of a ms (0.1 us), so two estimates equal
 but for float rounding are ordered by kind (rank; chosen: far below the timing's resolution)."""
-GENERATED = (HintKind.UNEXPLAINED, HintKind.SCATTERED, HintKind.WORK, HintKind.OCCUPANCY, HintKind.SLOW)
+GENERATED = (HintKind.UNEXPLAINED, HintKind.BYTES, HintKind.SCATTERED, HintKind.WORK, HintKind.OCCUPANCY,
+             HintKind.SLOW)
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
 """Sectors per element a coalesced kernel's loads (x and a bias entry) and stores (out) touch."""
@@ -421,6 +430,65 @@ def occupancy_hint(m: Measured) -> Hint | None:
                      m.after(m.t_ref, m.s_issue * m.times.kernel / ETA), COUNTERS)
 
 
+def _scattered_sectors(k: KernelCounters, ref: KernelCounters | None) -> bool:
+    """Whether `k`'s loads or stores touch over SCATTER_X x a coalesced kernel's sectors per element, and the extra
+    sectors reach the L2 (l1_served): then partial sectors, not a second pass, may explain DRAM bytes over the
+    model, and the scattered hint is the one that says so."""
+    if l1_served(k, ref):
+        return False
+    ld, st = k.per_elem(k.ld_sectors), k.per_elem(k.st_sectors)
+    return (ld is not None and ld > SCATTER_X * LD_NEED) or (st is not None and st > SCATTER_X * ST_NEED)
+
+
+def _lines_of(sites: list[Site], op: str, buffers: tuple[str, ...]) -> list[int]:
+    return sorted({s.line for s in sites if s.op == op and s.buffer in buffers and s.line})
+
+
+def _at(lines: list[int]) -> str:
+    return (" at line " if len(lines) == 1 else " at lines ") + ", ".join(map(str, lines)) if lines else ""
+
+
+def bytes_hint(m: Measured, sites: list[Site], ex: Exercise | None = None) -> Hint | None:
+    """The measured cause first (issue 39): DRAM bytes over the byte model by more than MODEL_SLACK on a side (reads
+    or writes) of a kernel whose accesses are coalesced (_scattered_sectors: else the scattered hint explains them),
+    named with the buffer and the lines of its loads or stores (`sites`, the machine code's: a load of out is out read
+    back; writes over the model are out written again), worth the time of those bytes at the kernel's own bandwidth:
+    t x model / measured (a kernel whose time the bytes set; never under the copy floor). None otherwise."""
+    k = m.yours
+    read, write = k.per_elem(k.dram_read), k.per_elem(k.dram_write)
+    if read is None or write is None or _scattered_sectors(k, m.ref):
+        return None
+    model = (ex.floats_per_element if ex is not None else exercise.COPY_FLOATS_PER_ELEMENT) * exercise.BYTES_PER_FLOAT
+    side, total = model / 2, read + write
+    over_read, over_write = read > side * (1 + MODEL_SLACK), write > side * (1 + MODEL_SLACK)
+    if not (over_read or over_write):
+        return None
+    out, inputs = OUTPUT, tuple(p.name for p in ex.inputs if not p.cached) if ex is not None else ()
+    cached = tuple(ex.cached) if ex is not None else ()
+    said, lines = [], []
+    if over_write:
+        stores = _lines_of(sites, "st", (out,))
+        said.append(f"{out} is written {write / side:.1f} times over (its stores{_at(stores)})")
+        lines += stores
+    if over_read:
+        back, again = _lines_of(sites, "ld", (out,)), _lines_of(sites, "ld", inputs)
+        if back:
+            said.append(f"{out} is read back after it is written (its loads{_at(back)})")
+            lines += back
+        else:
+            names = " or ".join(inputs) or "an input"
+            said.append(f"{names} is read {read / side:.1f} times over (its loads{_at(again)})"
+                        + (f", or {' and '.join(cached)} fetched from DRAM again and again" if cached else ""))
+            lines += again
+    text = (f"{'; '.join(said)} (from the counters): DRAM {read:.2f} bytes read and {write:.2f} written per element, "
+            f"{total:.2f} in all, where the byte model moves {model:g}. Every buffer of the benchmark is many times "
+            "the L2, so a second pass over one comes from DRAM again: compute each element in one pass, from one "
+            "load of each input, and store it once.")
+    after = max(m.after(m.times.kernel * model / total), m.s_issue * m.times.kernel / ETA)
+    return _estimate(Hint(text=text, kind=HintKind.BYTES, lines=sorted(set(lines)),
+                          facts={"read": read, "write": write, "model": model}), m.times, after, COUNTERS)
+
+
 def unexplained_hint(times: Times, width_copy: float, scalar: bool, reason: str, explained: float = 0.0
                      ) -> Hint | None:
     """Without counters: the hint for a kernel whose time, less what the static launch facts explain (`explained`,
@@ -449,7 +517,7 @@ what wider accesses would save). Chosen: well outside the timing's noise (0.5% s
 
 
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
-         no_counters: str = "", ex: Exercise | None = None) -> list[Hint]:
+         no_counters: str = "", ex: Exercise | None = None, sites: list[Site] | None = None) -> list[Hint]:
     """`hints` (from the machine code and the launch; earlier ranked ones too: the hints made here are made
     again) with their estimates, plus the counters' hints (scattered accesses, extra work, few warps) where
     `counters` measured the kernel beside a reference, or the "unexplained" hint without them (`no_counters`: why
@@ -457,7 +525,8 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     first marked with the second's kind where the two estimates are within TIE (`tie`). `times`: the grading's
     (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
     for the scattered hint's stride. `ex`: the exercise, for its words (Exercise.counter_texts) and its cached
-    inputs."""
+    inputs. `sites`: the kernel's global loads and stores (grader.feedback.launch_facts.sites), for the bytes hint's
+    buffers and lines."""
     code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
@@ -469,7 +538,7 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     out = [_costed(h, times, m, width_copy) for h in code]
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
-        made = [scattered_hint(m, cols, counters.instructions, ex)]
+        made = [bytes_hint(m, sites or [], ex), scattered_hint(m, cols, counters.instructions, ex)]
         if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
             made.append(occupancy_hint(m))
         if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT):
@@ -480,7 +549,8 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
         explained = sum(h.saved_ms for h in static)
         made = [unexplained_hint(times, times.one_float if narrow else width_copy, narrow, no_counters, explained)]
     out += [h for h in made if h is not None]
-    order = {HintKind.UNEXPLAINED: 0, HintKind.SCATTERED: 1, HintKind.WORK: 2, HintKind.OCCUPANCY: 3}
+    order = {HintKind.BYTES: 0, HintKind.UNEXPLAINED: 1, HintKind.SCATTERED: 2, HintKind.WORK: 3,
+             HintKind.OCCUPANCY: 4}
     estimated = sorted((h for h in out if h.saved_ms is not None),
                        key=lambda h: (-round(h.saved_ms, RANK_MS_DIGITS), order.get(h.kind, len(order))))
     if len(estimated) > 1 and estimated[1].fraction_after - estimated[1].fraction_now >= LITTLE and \

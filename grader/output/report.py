@@ -21,7 +21,7 @@ from grader.core.errors import Stage
 from grader.core.model import ReportModel
 from grader.core.text import printable, printable_lines
 from grader.feedback.counters import Counters
-from grader.feedback.hint import Hint, HintKind
+from grader.feedback.hint import Hint, HintKind, Site
 from grader.gpu.clocks import Clocks
 from grader.gpu.device import GpuInfo
 from grader.source.claims import NOTE_KINDS, Flag
@@ -85,7 +85,8 @@ class GradeReport(ReportModel):
     staged and fused chains; never graded), `chain_note` why it is absent when it was not timed. `counters` holds
     what Nsight Compute measured (grade --counters, or unasked for a slow correct kernel; grader.feedback.counters;
     never part of the verdict). `hints` are ranked by the time each explains, with its estimate
-    (grader.feedback.worth). `kernel_output`
+    (grader.feedback.worth); `sites` are the kernel's global loads and stores as its machine code shows them (buffer,
+    line, width: what the hints made after the counters name). `kernel_output`
     holds the first lines the submission's kernels printed (escaped; grader.gpu.capture), `kernel_output_dropped`
     the count of lines not kept. `sandbox` says how NVRTC was confined (grader.compile.sandbox). `program` says what
     was graded of a whole program (grader.source.program), None for a file that holds the kernel alone. `clocks` holds
@@ -121,6 +122,7 @@ class GradeReport(ReportModel):
     borderline: bool = False
     flags: list[Flag] = []
     hints: list[Hint] = []
+    sites: list[Site] = []
     chain: Table | None = None
     chain_note: str = ""
     counters: Counters | None = None
@@ -148,6 +150,7 @@ def counters_text(c: Counters) -> list[str]:
     profiled launches (bytes per element, time, sectors per request, warp instructions per element, issue
     slots busy; "-" where ncu gave nothing), then the findings."""
     why = f" ({c.why})" if c.why else ""
+    took = f", {c.seconds:.1f} s" if c.seconds is not None else ""
     if c.unavailable:
         return [f"Counters{why}: not measured: {c.unavailable}", ""]
 
@@ -159,7 +162,7 @@ def counters_text(c: Counters) -> list[str]:
              cell(k.sectors_per_request("ld"), ".1f"), cell(k.sectors_per_request("st"), ".1f"),
              cell(k.instructions_per_elem, ".2f"), cell(k.issue_pct, ".0f")]
             for k in c.kernels if k.dram_per_elem is not None]
-    out = [f"Counters{why} ({c.tool}, one launch each at the benchmark shape, caches flushed; bytes, sectors and "
+    out = [f"Counters{why} ({c.tool}{took}, one launch each at the benchmark shape, caches flushed; bytes, sectors and "
            f"warp instructions per element; the model counts {c.model_bytes_per_elem:g} bytes):",
            tabulate(rows, headers=["launch", "ms", "DRAM read", "DRAM written", "DRAM total", "L2", "ld sectors/req",
                                    "st sectors/req", "warp inst/elem", "issue %"], tablefmt="simple",

@@ -9,6 +9,7 @@ of the copy floor, silver at >= 0.75, fail below.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from grader.core.launch import LaunchSpec
 from grader.core.version import __version__
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.hints import code_hints
-from grader.feedback.launch_facts import division_facts, launch_hints
+from grader.feedback.launch_facts import division_facts, launch_hints, sites
 from grader.feedback.sass import Reading
 from grader.feedback.worth import Times, rank
 from grader.gpu.capture import Captured, capture_stdout
@@ -295,6 +296,7 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
                        texts=ex.hint_texts(), exercise_hints=ex.code_hints, division_bits=ex.division_hint_bits,
                        integer_params=frozenset(i for i, p in enumerate(spec.params) if p.kind != "ptr"))
     facts = reading.facts() if reading else None
+    report.sites = sites(facts, spec)
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
     division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,
@@ -330,7 +332,8 @@ def rank_hints(report: GradeReport) -> list[Hint]:
     c = report.counters
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
     ex = exercises.get(report.exercise or exercises.DEFAULT)
-    hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none, ex=ex)
+    hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none, ex=ex,
+                 sites=report.sites)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
         hints.append(Hint(text=ex.slow_hint, kind=HintKind.SLOW))
     return hints
@@ -357,11 +360,13 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
     else:
         if before is not None:
             before()
+        started = time.monotonic()
         report.counters = submission_counters(path, ex, report.bench_rows, report.bench_cols, device=device,
                                               on_start=on_start)
         if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
             report.counters.instructions, report.counters.instructions_unavailable = source_instructions(
                 path, report.bench_rows, report.bench_cols, report.compile.arch, ex, device=device, on_start=on_start)
+        report.counters.seconds = round(time.monotonic() - started, 2)
     report.counters.why = "" if why == "asked" else why
     report.hints = rank_hints(report)
 
