@@ -69,6 +69,8 @@ class KernelInfo:
     spill_stores: int | None = None
     spill_loads: int | None = None
     stack_frame: int | None = None
+    shared_bytes: int | None = None
+    """Static shared memory per block, bytes (ptxas: "N bytes smem"); None where the report has no line."""
 
 
 @dataclass(frozen=True)
@@ -305,13 +307,16 @@ def _cut(line: str) -> str:
 
 
 def _resources(log: str, mangled: str) -> dict[str, int | None]:
-    """Registers, spills and stack frame for `mangled` from ptxas's -v report (None where absent)."""
+    """Registers, spills, stack frame and static shared memory (bytes; 0 where ptxas's line names none) for `mangled`
+    from ptxas's -v report (None where absent)."""
     at = log.find(f"Function properties for {mangled}")
     block = log[at:] if at >= 0 else ""
     regs = re.search(r"Used (\d+) registers", block)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
+    smem = re.search(r"Used \d+ registers[^\n]*?, (\d+) bytes smem", block)
     return {
         "registers": int(regs.group(1)) if regs else None,
+        "shared_bytes": int(smem.group(1)) if smem else (0 if regs else None),
         "stack_frame": int(frame.group(1)) if frame else None,
         "spill_stores": int(frame.group(2)) if frame else None,
         "spill_loads": int(frame.group(3)) if frame else None,

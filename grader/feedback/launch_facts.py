@@ -51,12 +51,27 @@ MAX_BLOCKS_PER_SM = {"sm_50": 32, "sm_52": 32, "sm_53": 32, "sm_60": 32, "sm_61"
                      "sm_100": 32, "sm_103": 32}
 """Resident blocks per SM by architecture (same source). sm_120/121 are left out: not checked here."""
 
+SHARED_PER_SM = {"sm_70": 96 * 1024, "sm_72": 96 * 1024, "sm_75": 64 * 1024, "sm_80": 164 * 1024, "sm_86": 100 * 1024,
+                 "sm_87": 164 * 1024, "sm_89": 100 * 1024, "sm_90": 228 * 1024, "sm_100": 228 * 1024,
+                 "sm_103": 228 * 1024, "sm_120": 100 * 1024, "sm_121": 100 * 1024}
+"""Shared memory one SM holds for its blocks, bytes (CUDA C++ Programming Guide, compute capabilities: "maximum amount
+of shared memory per SM"); an arch not listed gets no shared-memory fact."""
+SHARED_RESERVED = 1024
+"""Shared memory the system reserves per resident block from compute capability 8.0 on, bytes (CUDA C++ Programming
+Guide, compute capability 8.x and 9.0: "1 KB of shared memory is reserved for system use per thread block")."""
+
 ISSUE_PER_CYCLE = 4
 """Warp instructions one SM issues per cycle at most: four schedulers, one each (sm_70 to sm_120; CUDA C++
 Programming Guide, the SIMT architecture of compute capabilities 7.x and later)."""
 INLINE_DIVISION = 20
 """Instructions of an inline 32-bit integer division by a run-time value (I2F.U32.RP, MUFU.RCP, ...: 18 to 22
 in NVRTC 13.5's sm_90 code, tests/data/hints)."""
+
+FP64_PER_CLOCK = {"sm_60": 32, "sm_61": 4, "sm_70": 32, "sm_75": 2, "sm_80": 32, "sm_86": 2, "sm_89": 2, "sm_90": 64,
+                  "sm_100": 64, "sm_120": 2}
+"""Double-precision add, multiply or multiply-add results one SM delivers per clock, by architecture (CUDA C++
+Programming Guide, "Arithmetic Instructions", throughput of native arithmetic instructions); an arch not listed
+gets the double fact without an estimate."""
 
 GRID_SHARE = 0.5
 """The grid hint is given when the grid keeps fewer than this share of the card's warp slots busy (a 396-block
@@ -75,9 +90,21 @@ def register_limited_warps(registers: int, arch: str | None) -> tuple[int, int] 
     return min(most, REGISTERS_PER_SM // per_warp), most
 
 
-def warps_per_sm(block: int, arch: str, registers: int | None = None) -> int | None:
+def shared_limited_blocks(shared: int | None, arch: str) -> int | None:
+    """Blocks with `shared` bytes of static shared memory each that one `arch` SM holds (SHARED_PER_SM, less
+    SHARED_RESERVED per block from sm_80 on); None where the kernel uses none or the arch is not listed."""
+    per_sm = SHARED_PER_SM.get(arch)
+    if not shared or per_sm is None:
+        return None
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    reserved = SHARED_RESERVED if digits and int(digits) >= 80 else 0
+    return per_sm // (shared + reserved)
+
+
+def warps_per_sm(block: int, arch: str, registers: int | None = None, shared: int | None = None) -> int | None:
     """Warps of blocks of `block` threads one `arch` SM keeps resident: whole blocks, limited by its warp slots,
-    its block slots and (with `registers` per thread) its registers; None for an arch not listed."""
+    its block slots, (with `registers` per thread) its registers and (with `shared` bytes per block) its shared
+    memory; None for an arch not listed."""
     most, blocks = MAX_WARPS_PER_SM.get(arch), MAX_BLOCKS_PER_SM.get(arch)
     if most is None:
         return None
@@ -88,6 +115,9 @@ def warps_per_sm(block: int, arch: str, registers: int | None = None) -> int | N
     fit = limit // wpb
     if blocks is not None:
         fit = min(fit, blocks)
+    by_shared = shared_limited_blocks(shared, arch)
+    if by_shared is not None:
+        fit = min(fit, by_shared)
     return fit * wpb
 
 
@@ -142,13 +172,16 @@ def _lines(accesses: list[Access]) -> list[int]:
 
 
 def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Exercise, sms: int | None = None,
-                 shape: tuple[int, int] | None = None) -> list[Hint]:
+                 shape: tuple[int, int] | None = None, shared: int | None = None, sm_mhz: int | None = None
+                 ) -> list[Hint]:
     """The static launch facts of the module docstring that hold for the kernel of exercise `ex` (its
     kernel_name names it) launched per `spec`, its machine code `facts` (None without a disassembler: then only the
     launch's own facts, grid and blocks), compiled for `arch` ('sm_90'), on a card of `sms` multiprocessors (None:
     no GPU, no grid hint), at the graded `shape` (rows, cols; None: the counts that need it are left out, and a
     stride grid's blocks are counted at the grid of the exercise's first verified size,
-    ex.problem(ex.verify_dims[0]).grid). Returns Hints (grader.feedback.hint) without estimates."""
+    ex.problem(ex.verify_dims[0]).grid); `shared`: its static shared memory per block, bytes (ptxas's report; None:
+    not known); `sm_mhz`: the SM clock it was timed at (the double fact's model). Returns Hints
+    (grader.feedback.hint) without estimates."""
     hints: list[Hint] = []
     kernel = ex.kernel_name
     first = ex.problem(ex.verify_dims[0])
@@ -158,7 +191,9 @@ def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Ex
         roles = param_roles(spec)
         hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel, item),) if h]
         hints += _per_element(spec, facts.accesses, roles, shape, sms, arch, regs, kernel)
-    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first.grid), _blocks(spec, arch, regs)) if h]
+        hints += [h for h in (_double(facts, roles, arch, kernel, ex, sms, sm_mhz, shape),) if h]
+    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first.grid), _blocks(spec, arch, regs),
+                          _shared(spec, arch, regs, shared)) if h]
     return hints
 
 
@@ -267,6 +302,55 @@ def _blocks(spec: LaunchSpec, arch: str, regs: int | None) -> Hint | None:
             "row grid then has 256 / "
             f"{spec.block} times fewer blocks per row).")
     return Hint(text=text, kind=HintKind.BLOCKS, facts={"warps_now": float(per_sm), "warps_fixed": float(fixed)})
+
+
+def _double(facts: SassFacts, roles: dict[int, str], arch: str, kernel: str, ex: Exercise, sms: int | None,
+            sm_mhz: int | None, shape: tuple[int, int] | None) -> Hint | None:
+    """The double fact: double-precision instructions in the kernel (SassFacts.fp64), per float it stores (its
+    static count over the floats its stores to out move: a float4 body and its scalar fallback count 4 + 1 floats
+    for their 5 bodies), with what they take on the FP64 pipe if it did nothing else ("fp64_ms": elements x per
+    float / 32 warp instructions, over SMs x FP64_PER_CLOCK / 32 per clock; an upper bound: branches of a math
+    routine that a value skips are counted too)."""
+    total = sum(n for _, n in facts.fp64)
+    stored = sum(a.nbytes // course.BYTES_PER_FLOAT for a in facts.accesses
+                 if a.op == "st" and a.nbytes and buffer(a, roles) in (OUTPUT, None))
+    if not total or not stored:
+        return None
+    per = total / stored
+    lines = sorted(line for line, _ in facts.fp64 if line)
+    where = f" (lines {', '.join(map(str, lines[:6]))}{', ...' if len(lines) > 6 else ''})" if lines else ""
+    rate = FP64_PER_CLOCK.get(arch)
+    model = {"fp64_per_float": per}
+    if rate and sms and sm_mhz and shape:
+        model["fp64_ms"] = shape[0] * shape[1] * per / 32 / (sms * rate / 32 * sm_mhz * 1e6) * 1e3
+    pace = f", which an {arch} SM runs at {rate} results per clock (CUDA C++ Programming Guide, arithmetic " \
+        "instructions)" if rate else ""
+    return Hint(kind=HintKind.DOUBLE, lines=lines, facts=model, text=(
+        f"{kernel} computes in double (from the machine code): {total} double-precision instructions{where}, "
+        f"{per:.0f} for each float it stores, on the FP64 pipe{pace}. " + ex.counter_texts.fp64))
+
+
+SHARED_HINT_BELOW = 0.5
+"""The shared-memory fact is given when the shared memory per block leaves an SM fewer than this share of the warps
+it can run, and fewer than the launch would keep without it (as grader.feedback.hints.REGISTER_HINT_BELOW)."""
+
+
+def _shared(spec: LaunchSpec, arch: str, regs: int | None, shared: int | None) -> Hint | None:
+    """The shared-memory fact: static shared memory per block that caps the resident warps (SHARED_HINT_BELOW)."""
+    most, fit = MAX_WARPS_PER_SM.get(arch), shared_limited_blocks(shared, arch)
+    now, without = warps_per_sm(spec.block, arch, regs, shared), warps_per_sm(spec.block, arch, regs)
+    if most is None or fit is None or now is None or without is None or now >= without \
+            or now >= SHARED_HINT_BELOW * most:
+        return None
+    per_sm = SHARED_PER_SM[arch]
+    text = (f"{shared:,} bytes of shared memory per block (from ptxas's report of the machine code) let an {arch} SM "
+            f"hold {fit} block{'s' if fit != 1 else ''}, {now} warps of the {most} it can run (its {per_sm // 1024} "
+            "KiB of shared memory, less 1 KiB per block the system keeps: CUDA C++ Programming Guide, compute "
+            f"capabilities); without it the launch would keep {without}. A kernel that streams memory needs many "
+            "loads in flight to cover the memory's latency (Little's law: bytes in flight = bandwidth x latency). An "
+            "elementwise kernel needs no shared memory: each thread reads its own elements once, and a row every "
+            "block reads again stays in the L1 and the L2; stage only what a block uses, if anything.")
+    return Hint(text=text, kind=HintKind.SHARED, facts={"warps_now": float(now), "warps_fixed": float(without)})
 
 
 def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kernel: str) -> list[Hint]:

@@ -86,6 +86,9 @@ _BULK_LOADS = {"UTMALDG", "UBLKCP", "UTMAPF"}
 _GLOBAL_STORES = {"STG", "ST"}
 _NO_DEST = {"STG", "ST", "STL", "STS", "BRA", "CALL", "RET", "EXIT", "BSSY", "BSYNC", "ISETP", "FSETP", "DSETP",
             "RED", "ATOM", "BAR", "MEMBAR", "NOP"}
+FP64_ROOTS = {"DADD", "DMUL", "DFMA", "DSETP", "DSET", "DMNMX"}
+"""Double-precision arithmetic (CUDA binary utilities, the Hopper instruction set: DADD, DMUL, DFMA, DSETP, DMNMX);
+F2F and MUFU with a 64-bit type (F2F.F64.F32, MUFU.RCP64H) count too: they run on the FP64 pipe."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class SassFacts:
     accesses: each global memory instruction and fence, with its width, source line and the parameters its
     address comes from (grader.feedback.sass_access), in program order, the kernel's first. first_exit: the
     kernel's instructions up to and with its first EXIT (NOPs not counted): what a warp with nothing to do runs.
+    fp64: its double-precision instructions by source line.
     """
 
     tool: str
@@ -172,6 +176,9 @@ class SassFacts:
     arch: str | None = None
     accesses: tuple[Access, ...] = ()
     first_exit: int | None = None
+    fp64: tuple[tuple[int | None, int], ...] = ()
+    """Double-precision instructions (FP64_ROOTS) by the source line they come from (None: not known), in line
+    order."""
 
     @property
     def only_4_byte_loads(self) -> bool:
@@ -542,6 +549,7 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
         accesses=tuple(found),
         first_exit=next((n + 1 for n, i in enumerate(j for j in listing.functions[mangled] if j.root != "NOP")
                          if i.root == "EXIT"), None),
+        fp64=tuple(sorted(tally.fp64.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))),
     )
 
 
@@ -562,6 +570,7 @@ class _Tally:
     doubles: set[int] = field(default_factory=set)
     count: int = 0
     sizes: list[tuple[str, int]] = field(default_factory=list)
+    fp64: Counter[int | None] = field(default_factory=Counter)  # source line -> double-precision instructions
 
     def add(self, name: str, body: list[Instruction]) -> None:
         """Count function `name`'s instructions (NOPs left out)."""
@@ -596,6 +605,8 @@ class _Tally:
             r = DIVISION_ROUTINE.fullmatch(target.group(1)) if target else None
             if r:
                 self.called.setdefault(r.group(1), target.group(1))
+        if root in FP64_ROOTS or (root in ("F2F", "MUFU") and "64" in ins.opcode):
+            self.fp64[ins.line] += 1
 
 
 def sass_facts(cubin: bytes, mangled: str, tool: Disassembler | None = None) -> SassFacts | None:

@@ -28,14 +28,15 @@ facts below explain, is over UNEXPLAINED_X x that copy's time (t_one for accesse
 Static launch facts (grader.feedback.launch_facts, issue 29), each from its own model of the unit it relieves,
 never under t_w:
   idle (threads with no element): the block scheduler: t - empty blocks x EMPTY_BLOCK_NS / SMs;
-  grid, blocks (too few warps in flight): Little's law at a fixed latency, bandwidth in proportion to the warps
+  grid, blocks, shared (too few warps in flight): Little's law at a fixed latency, bandwidth in proportion to the warps
         resident: t x warps now / warps after the fix (an upper bound of the gain: latency grows with load);
   fence (MEMBAR per element): each thread's iterations wait FENCE_NS each:
         t - elements / (vector x resident threads) x fences x FENCE_NS;
   stores (an element stored k times): the L2, which carries L2_COPY_BYTES per element at L2_COPY_SHARE of its peak
         for the copy floor: the saving is what the L2-bound time t_floor x (bytes / L2_COPY_BYTES) x L2_COPY_SHARE
         / ETA exceeds the rest of the kernel's time, with 4 (k - 1) bytes more per element;
-  atomic: at most everything above t_w (no model of the L2's atomic units here: a bound).
+  atomic: at most everything above t_w (no model of the L2's atomic units here: a bound);
+  double (double-precision instructions): at most what they take on the FP64 pipe, t - fp64_ms (a bound).
 Two estimates within TIE of the copy floor of each other are two causes: the first says so (Hint.tie).
 Estimates are the grading's fraction of the floor before and after (t_floor / t). Checked against the H200's
 measurements of tests/data/hints (issue 23): the normcdff kernel with 16-byte loads ran at 0.589 of the floor, the
@@ -101,7 +102,8 @@ GENERATED = (HintKind.UNEXPLAINED, HintKind.BYTES, HintKind.SCATTERED, HintKind.
 """Kinds of hints made here (rank makes them again each time; the others come from grader.feedback.hints)."""
 LD_NEED, ST_NEED = 2 * exercise.BYTES_PER_FLOAT / 32, exercise.BYTES_PER_FLOAT / 32
 """Sectors per element a coalesced kernel's loads (x and a bias entry) and stores (out) touch."""
-STATIC = (HintKind.IDLE, HintKind.GRID, HintKind.BLOCKS, HintKind.FENCE, HintKind.ATOMIC, HintKind.STORES)
+STATIC = (HintKind.IDLE, HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED, HintKind.FENCE, HintKind.ATOMIC,
+          HintKind.STORES, HintKind.DOUBLE)
 """Kinds of the static launch facts (grader.feedback.launch_facts)."""
 EMPTY_BLOCK_NS = 23.3
 """Time one SM spends on a block whose threads all exit at once, ns. From issue 29's H200 figures: the float4 body in
@@ -241,7 +243,7 @@ def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None
         if not f.get("sms") or "empty_blocks" not in f:
             return None, False
         return max(width_copy, t - f["empty_blocks"] * EMPTY_BLOCK_NS * 1e-6 / f["sms"]), False
-    if h.kind in (HintKind.GRID, HintKind.BLOCKS):
+    if h.kind in (HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED):
         if not f.get("warps_fixed"):
             return None, False
         return max(width_copy, t * f["warps_now"] / f["warps_fixed"]), True
@@ -257,11 +259,17 @@ def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None
         return max(width_copy, t - max(0.0, now - max(l2(0.0), t if now < t else 0.0))), False
     if h.kind == HintKind.ATOMIC:
         return width_copy, True
+    if h.kind == HintKind.DOUBLE:
+        if "fp64_ms" not in f:
+            return None, False
+        return max(width_copy, t - f["fp64_ms"]), True
     return None, False
 
 
 def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hint:
     """`h` (a hint from the machine code) with its estimate (module docstring)."""
+    if h.kind == HintKind.DOUBLE and m:  # measured: the work model, as for the extra work it is
+        return _estimate(h, times, work_after(m), COUNTERS)
     if h.kind in STATIC:
         after, bound = static_after(h, times, width_copy)
         return _estimate(h, times, after, STATIC_BASIS, bound=bound)
@@ -516,8 +524,23 @@ accesses in flight per thread, the RoPE example gold_wide.cu at 1.53 x the one-f
 what wider accesses would save). Chosen: well outside the timing's noise (0.5% standard error per median)."""
 
 
+def gold_worthy(hints: list[Hint], times: Times, noise: float = 0.0) -> list[Hint]:
+    """Of the ranked `hints` of a kernel at or above gold (grader.core.exercise.GOLD), those whose worth is measured
+    above the noise: an estimate that is not only a bound (an "at most" can be nothing), with a gain over `noise`
+    (half the fraction's band: grader.timing.measure) and over LITTLE. A hint without an estimate (local memory,
+    registers) has no known worth: a gold kernel is told nothing it cannot be shown to gain (issue 39); below gold
+    every hint stays."""
+    if times.fraction < exercise.GOLD:
+        return hints
+    floor = max(noise, LITTLE)
+    return [h for h in hints if h.saved_ms is not None and not h.bound
+            and h.fraction_after is not None and h.fraction_now is not None
+            and h.fraction_after - h.fraction_now > floor]
+
+
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
-         no_counters: str = "", ex: Exercise | None = None, sites: list[Site] | None = None) -> list[Hint]:
+         no_counters: str = "", ex: Exercise | None = None, sites: list[Site] | None = None,
+         noise: float = 0.0) -> list[Hint]:
     """`hints` (from the machine code and the launch; earlier ranked ones too: the hints made here are made
     again) with their estimates, plus the counters' hints (scattered accesses, extra work, few warps) where
     `counters` measured the kernel beside a reference, or the "unexplained" hint without them (`no_counters`: why
@@ -526,7 +549,7 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     (None for a kernel that was not timed: the hints come back unranked). `cols`: the benchmark shape's columns,
     for the scattered hint's stride. `ex`: the exercise, for its words (Exercise.counter_texts) and its cached
     inputs. `sites`: the kernel's global loads and stores (grader.feedback.launch_facts.sites), for the bytes hint's
-    buffers and lines."""
+    buffers and lines. A kernel at or above gold keeps only the hints worth more than `noise` (gold_worthy)."""
     code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
     if times is None:
         return code
@@ -539,9 +562,11 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
     if m is not None:
         made = [bytes_hint(m, sites or [], ex), scattered_hint(m, cols, counters.instructions, ex)]
-        if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS) for h in static):  # the same cause, from the launch
+        if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED) for h in static):  # the same cause
             made.append(occupancy_hint(m))
-        if not any(h.kind == HintKind.DIVISION for h in code) or (m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT):
+        fp64 = m.yours.pipes.get("fp64", 0) >= PIPE_BUSY_PCT
+        double = fp64 and any(h.kind == HintKind.DOUBLE for h in code)  # the double fact names that work's lines
+        if not double and (not any(h.kind == HintKind.DIVISION for h in code) or fp64):
             idle = next((h.facts for h in code if h.kind == HintKind.IDLE), {})
             made.append(work_hint(m, idle.get("idle_instructions", 0.0), ex))
     else:  # narrower than 16 bytes (an idle fact's float2 body): no copy of its width is measured, the one-float's
@@ -557,4 +582,4 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
             (estimated[0].fraction_after - estimated[0].fraction_now) - \
             (estimated[1].fraction_after - estimated[1].fraction_now) < TIE:
         estimated[0] = estimated[0].model_copy(update={"tie": estimated[1].kind})
-    return estimated + [h for h in out if h.saved_ms is None]
+    return gold_worthy(estimated + [h for h in out if h.saved_ms is None], times, noise)

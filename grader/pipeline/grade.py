@@ -308,7 +308,9 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
             [h for h in report.hints if h.kind in ex.wrong_output_kinds]
     else:
         try:
-            report.hints += launch_hints(spec, facts, compiled.arch, ex=ex, sms=sms, shape=shape)
+            report.hints += launch_hints(spec, facts, compiled.arch, ex=ex, sms=sms, shape=shape,
+                                         shared=info.shared_bytes,
+                                         sm_mhz=report.clocks.sm_mhz if report.clocks else None)
         except Exception:  # noqa: BLE001 - advice only: a fact that cannot be read is left out, never the grading
             pass
     return rank_hints(report)
@@ -332,8 +334,10 @@ def rank_hints(report: GradeReport) -> list[Hint]:
     c = report.counters
     why_none = f"the counters were not measured: {c.unavailable}" if c is not None and c.unavailable else ""
     ex = exercises.get(report.exercise or exercises.DEFAULT)
+    noise = (report.fraction_high - report.fraction_low) / 2 \
+        if report.fraction_high is not None and report.fraction_low is not None else 0.0
     hints = rank(report.hints, times_of(report), c, report.bench_cols, no_counters=why_none, ex=ex,
-                 sites=report.sites)
+                 sites=report.sites, noise=noise)
     if report.verdict == "fail" and report.stage == Stage.GRADE and not hints:
         hints.append(Hint(text=ex.slow_hint, kind=HintKind.SLOW))
     return hints

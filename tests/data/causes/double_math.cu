@@ -1,4 +1,4 @@
-// Expected first hint: unexplained; with counters: work (the GELU in double: the FP64 pipe).
+// Expected first hint: double; with counters: double (the GELU in double: the FP64 pipe).
 // The page's row grid with one float per thread, computed in double (erf(double)): issue 23 measured 35.4% of the fastest
 // copy's bandwidth on the H200 for the same kernel (tests/data/hints/double.cu).
 
