@@ -77,3 +77,36 @@ def test_the_bytes_hint_speaks_of_the_exercises_own_buffers():
              Site(op="ld", buffer="cosTab", line=10, nbytes=4)]
     h = bytes_hint(measured(c, times("gold_float4", 1.6)), sites, ROPE)
     assert h.text.startswith("in is read 2.0 times over (its loads at lines 9, 15), or cosTab and sinTab fetched")
+
+
+# --- a division counts per element only when the timed launch runs it on every element ------------------------
+def source_rows(stem: str):
+    from grader.feedback.source_counters import parse_source
+
+    return parse_source((NCU / f"h200_source_{stem}.csv").read_text())[0]
+
+
+def test_the_source_counters_count_the_divisions_the_launch_ran():
+    from grader.feedback.source_counters import division_threads
+
+    n = 61440 * 4096
+    assert division_threads(source_rows("transposed")) == 2 * n  # i / cols and i % cols; the 64-bit routine: 0
+    assert division_threads(source_rows("grid16")) == n / 4  # once per float4 of its grid-stride loop
+    assert division_threads(source_rows("gold_control")) == 0
+
+
+def test_a_division_the_launch_runs_once_per_thread_is_no_hint_and_one_per_element_says_how_many():
+    from grader.feedback.hint import Hint
+    from grader.feedback.worth import measured_divisions
+
+    c = recorded("gold_float4")
+    h = Hint(text="look at your bias index first (from the machine code): ...", kind=HintKind.DIVISION)
+    per_thread = c.model_copy(update={"division_threads": 132 * 2048.0})  # a capped stride grid: one per thread
+    assert measured_divisions(h, per_thread) is None
+    per_element = c.model_copy(update={"division_threads": 2.0 * c.yours.elements})
+    kept = measured_divisions(h, per_element)
+    assert kept.facts["per_element"] == 2.0 and kept.text.endswith("2.00 integer divisions per element in the timed "
+                                                                  "launch.")
+    assert measured_divisions(h, c) is h  # not counted (no source-level pass): the hint as the machine code gives it
+    t = times("gold_float4", slower=1.4)
+    assert [x.kind for x in rank([h], t, per_thread, 4096, ex=BIAS_GELU)] != [HintKind.DIVISION]

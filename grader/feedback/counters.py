@@ -228,6 +228,9 @@ class Counters(ReportModel):
     instructions_unavailable: str = ""
     seconds: float | None = None
     """Wall time the counters took (the profiled child under ncu, and the source-level pass where it ran), s."""
+    division_threads: float | None = None
+    """Thread-level executions of the submission's integer divisions by a run-time value in the profiled launch
+    (grader.feedback.source_counters.division_threads; None: the source-level pass did not run)."""
 
     def get(self, label: str) -> KernelCounters | None:
         """The launch labelled `label` (the kernel's name, COPY_VEC4, COPY_SCALAR; MODEL or PAGE_ANSWER: the

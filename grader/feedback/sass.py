@@ -50,8 +50,8 @@ from grader.feedback.sass_access import PARAM_BASE, Access, accesses
 from grader.feedback.sass_disassembler import Disassembler, DisassemblyError, disassemble, find_disassembler, find_tool
 
 __all__ = ["DIVISION_ROUTINE", "Disassembler", "DisassemblyError", "Instruction", "Listing", "MemoryOp", "Reading",
-           "SassFacts", "disassemble", "division_starts", "facts", "find_disassembler", "find_tool", "parse",
-           "parse_cuobjdump", "parse_nvdisasm", "reachable", "sass_facts"]
+           "SassFacts", "disassemble", "division_start_indices", "division_starts", "facts", "find_disassembler",
+           "find_tool", "parse", "parse_cuobjdump", "parse_nvdisasm", "reachable", "sass_facts"]
 
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(?:\{\s*)?(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)"
                     r"\s*([^;]*);")
@@ -468,9 +468,14 @@ def division_starts(body: list[Instruction]) -> set[str]:
     `I2F.RP` or `I2F.U64.RP` (the divisor as a float, rounded up) whose result is the operand of a later
     `MUFU.RCP` (its reciprocal), registers followed in program order. A round-up conversion alone
     (`__uint2float_ru`) is not one."""
-    pending: dict[str, str] = {}  # register -> the I2F...RP opcode whose result it holds
-    found: set[str] = set()
-    for ins in body:
+    return {body[i].opcode for i in division_start_indices(body)}
+
+
+def division_start_indices(body: list[Instruction]) -> list[int]:
+    """The indices in `body` of the instructions division_starts names, in order."""
+    pending: dict[str, int] = {}  # register -> the index of the I2F...RP whose result it holds
+    found: set[int] = set()
+    for n, ins in enumerate(body):
         args = ins.args()
         dest = _reg(args[0]) if args else None
         if ins.opcode.startswith("MUFU.RCP") and not ins.opcode.startswith("MUFU.RCP64") and len(args) > 1:
@@ -480,10 +485,10 @@ def division_starts(body: list[Instruction]) -> set[str]:
         if dest is None or ins.root in _NO_DEST:
             continue
         if ins.root == "I2F" and _DIVISION_SEQUENCE.match(ins.opcode):
-            pending[dest] = ins.opcode
+            pending[dest] = n
         else:
             pending.pop(dest, None)
-    return found
+    return sorted(found)
 
 
 def _exp_reciprocals(body: list[Instruction]) -> int:

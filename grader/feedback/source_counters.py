@@ -36,10 +36,11 @@ from pathlib import Path
 from grader.feedback import counters as ncu
 from grader.feedback.counters import CountersUnavailable, InstructionCounters
 from grader.feedback.launch_facts import buffer, param_roles
-from grader.feedback.sass import Instruction, find_disassembler, sass_facts
+from grader.feedback.sass import Instruction, division_start_indices, find_disassembler, sass_facts
 from grader.feedback.sass_access import PARAM_BASE, accesses
 
 SOURCE_COLUMNS = {"address": "Address", "source": "Source", "executed": "Instructions Executed",
+                  "threads": "Thread Instructions Executed",
                   "sectors": "L2 Theoretical Sectors Global", "ideal": "L2 Theoretical Sectors Global Ideal",
                   "excessive": "L2 Theoretical Sectors Global Excessive"}
 """The source page's columns read (module docstring: not confirmed on ncu 2025.3.1)."""
@@ -130,6 +131,25 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
     return out
 
 
+def division_threads(rows: list[dict[str, str]]) -> float | None:
+    """Thread-level executions of the integer divisions by a run-time value in one kernel's source rows
+    (parse_source): each division starts with an I2F...RP (the divisor as a float, rounded up) whose result a later
+    MUFU.RCP takes (grader.feedback.sass.division_starts' rule: a 64-bit routine's starts with I2F.U64.RP, an
+    inline 32-bit one with I2F.U32.RP or I2F.RP); None where the page has no thread counts (tests/data/ncu's
+    h200_source_transposed.csv: 251,658,240 for each of its two 32-bit divisions at 61440 x 4096, one per element,
+    and 0 for its 64-bit routine, whose fast path every launch took)."""
+    body = []
+    for row in rows:
+        m = _SASS.match(row.get(SOURCE_COLUMNS["source"], ""))
+        if m:
+            body.append((Instruction(m.group(2), m.group(3), (m.group(1) or "").strip()), row))
+    starts = division_start_indices([ins for ins, _ in body])
+    counts = [_number(body[i][1].get(SOURCE_COLUMNS["threads"])) for i in starts]
+    if any(c is None for c in counts):
+        return None
+    return float(sum(counts))
+
+
 def run_source(child: list[str], kernel: str, timeout_s: float = ncu.SOURCE_TIMEOUT_S, ncu_path: str | None = None,
                on_start=None) -> tuple[str, str]:
     """Profile the first launch of the function `kernel` (the exercise's kernel, the submission's launch) in
@@ -160,10 +180,12 @@ def run_source(child: list[str], kernel: str, timeout_s: float = ncu.SOURCE_TIME
 
 
 def source_instructions(path: str, rows: int | None, cols: int | None, arch: str, ex, device: int = 0, on_start=None,
-                        keep: tuple[Path, Path] | None = None) -> tuple[list[InstructionCounters], str]:
-    """(the submission's global memory instructions with their counters, "") for the file at `path` profiled at
-    rows x cols on a card of `arch` (the child compiles for it), a submission of exercise `ex` (a
-    grader.core.exercise.Exercise), or ([], the reason) when they cannot be had.
+                        keep: tuple[Path, Path] | None = None
+                        ) -> tuple[list[InstructionCounters], str, float | None]:
+    """(the submission's global memory instructions with their counters, "", the thread-level executions of its
+    integer divisions: division_threads) for the file at `path` profiled at rows x cols on a card of `arch` (the
+    child compiles for it), a submission of exercise `ex` (a grader.core.exercise.Exercise), or ([], the reason,
+    None) when they cannot be had.
     Compiles the file here too for `arch` (sandboxed, with line information), for the lines. `keep`: files that
     get the two CSVs verbatim (benchmarks/ncu_record.py). Never raises for the counters' own failures."""
     from grader.compile.nvrtc import compile_kernels
@@ -173,18 +195,18 @@ def source_instructions(path: str, rows: int | None, cols: int | None, arch: str
         source, details = run_source(ncu.profiled_child(path, ex, rows, cols, device), ex.kernel_name,
                                      on_start=on_start)
     except CountersUnavailable as err:
-        return [], str(err)
+        return [], str(err), None
     if keep is not None:
         keep[0].write_text(source)
         keep[1].write_text(details)
     blocks = parse_source(source)
     if not blocks:
-        return [], "ncu's source page had no instruction rows"
+        return [], "ncu's source page had no instruction rows", None
     sub = read_submission(path, ex)
     c = compile_kernels(sub.compile_text, sub.name, (ex.kernel_name,), arch, lineinfo=True)
     info = c.kernels[ex.kernel_name]
     facts = sass_facts(c.cubin, info.mangled, find_disassembler())
     lines = {a.offset: a.line for a in facts.accesses} if facts else {}
     roles = param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))
-    return join(blocks[0], lines, roles, c.arch), ""
+    return join(blocks[0], lines, roles, c.arch), "", division_threads(blocks[0])
 

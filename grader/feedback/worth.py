@@ -538,6 +538,27 @@ def gold_worthy(hints: list[Hint], times: Times, noise: float = 0.0) -> list[Hin
             and h.fraction_after - h.fraction_now > floor]
 
 
+DIVISIONS_NEGLIGIBLE = 0.05
+"""Integer divisions per element under which the counters show the division hint's premise false: the timed launch
+runs it once per thread, block or chunk of 20 elements or more, not on every element (issue 39: a capped grid-stride
+loop that divides once per thread runs 0.001 per element). A ratio; chosen: 20 instructions of an inline division
+over 20 elements are one per element, under a twentieth of what erff costs."""
+
+
+def measured_divisions(h: Hint, counters: Counters | None) -> Hint | None:
+    """The division hint `h` as the counters count it: None when the profiled launch ran fewer than
+    DIVISIONS_NEGLIGIBLE of its divisions per element (its premise is false for the launches graded), else `h`
+    saying how many per element ("per_element" in its facts); `h` itself where they were not counted."""
+    k = counters.yours if counters is not None and not counters.unavailable else None
+    if k is None or counters.division_threads is None or not k.elements:
+        return h
+    per = counters.division_threads / k.elements
+    if per < DIVISIONS_NEGLIGIBLE:
+        return None
+    return h.model_copy(update={"facts": h.facts | {"per_element": per}, "text": (
+        f"{h.text} The counters count {per:.2f} integer divisions per element in the timed launch.")})
+
+
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
          no_counters: str = "", ex: Exercise | None = None, sites: list[Site] | None = None,
          noise: float = 0.0) -> list[Hint]:
@@ -555,6 +576,7 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
         return code
     if times.kernel * BEATS_ONE_FLOAT < times.one_float:  # the width hint's premise is measured false
         code = [h for h in code if h.kind != HintKind.WIDTH]
+    code = [d for h in code if (d := measured_divisions(h, counters) if h.kind == HintKind.DIVISION else h)]
     m = measured(counters, times)
     scalar = any(h.kind == HintKind.WIDTH for h in code)
     width_copy = times.one_float if scalar else times.floor

@@ -367,8 +367,11 @@ def add_counters(report: GradeReport, path: str, *, asked: bool, when_slow: bool
         started = time.monotonic()
         report.counters = submission_counters(path, ex, report.bench_rows, report.bench_cols, device=device,
                                               on_start=on_start)
-        if access_suspect(report.counters):  # name the scattered instruction and its line (issue 29)
-            report.counters.instructions, report.counters.instructions_unavailable = source_instructions(
+        divides = any(h.kind == HintKind.DIVISION for h in report.hints)
+        if not report.counters.unavailable and (access_suspect(report.counters) or divides):
+            # name the scattered instruction and its line (issue 29); count the divisions the launch runs (issue 39)
+            c = report.counters
+            c.instructions, c.instructions_unavailable, c.division_threads = source_instructions(
                 path, report.bench_rows, report.bench_cols, report.compile.arch, ex, device=device, on_start=on_start)
         report.counters.seconds = round(time.monotonic() - started, 2)
     report.counters.why = "" if why == "asked" else why
