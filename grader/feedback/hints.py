@@ -418,7 +418,8 @@ def sass_hints(facts: SassFacts, *, scalar_copy_gbs: float | None, floor_gbs: fl
     limit = register_limited_warps(facts.registers, target) if facts.registers else None
     if limit and limit[0] < REGISTER_HINT_BELOW * limit[1]:
         warps, most = limit
-        hints.append(Hint(kind=HintKind.REGISTERS, text=(
+        hints.append(Hint(kind=HintKind.REGISTERS, facts={"warps_now": float(warps), "warps_fixed": float(most)},
+                          text=(
             f"{kernel} uses {facts.registers} registers per thread ({FROM_SASS}): an SM's {REGISTERS_PER_SM:,} "
             f"registers then hold at most {warps} warps ({warps * 32} threads) of the {most} an {target} SM can "
             "run. A kernel that streams memory relies on many warps to keep loads in flight; values held per "

@@ -28,7 +28,8 @@ facts below explain, is over UNEXPLAINED_X x that copy's time (t_one for accesse
 Static launch facts (grader.feedback.launch_facts, issue 29), each from its own model of the unit it relieves,
 never under t_w:
   idle (threads with no element): the block scheduler: t - empty blocks x EMPTY_BLOCK_NS / SMs;
-  grid, blocks, shared (too few warps in flight): Little's law at a fixed latency, bandwidth in proportion to the warps
+  grid, blocks, shared, registers (too few warps in flight): Little's law at a fixed latency, bandwidth in proportion
+        to the warps
         resident: t x warps now / warps after the fix (an upper bound of the gain: latency grows with load);
   fence (MEMBAR per element): each thread's iterations wait FENCE_NS each:
         t - elements / (vector x resident threads) x fences x FENCE_NS;
@@ -243,7 +244,7 @@ def static_after(h: Hint, times: Times, width_copy: float) -> tuple[float | None
         if not f.get("sms") or "empty_blocks" not in f:
             return None, False
         return max(width_copy, t - f["empty_blocks"] * EMPTY_BLOCK_NS * 1e-6 / f["sms"]), False
-    if h.kind in (HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED):
+    if h.kind in (HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED, HintKind.REGISTERS):
         if not f.get("warps_fixed"):
             return None, False
         return max(width_copy, t * f["warps_now"] / f["warps_fixed"]), True
@@ -270,7 +271,7 @@ def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hin
     """`h` (a hint from the machine code) with its estimate (module docstring)."""
     if h.kind == HintKind.DOUBLE and m:  # measured: the work model, as for the extra work it is
         return _estimate(h, times, work_after(m), COUNTERS)
-    if h.kind in STATIC:
+    if h.kind in STATIC or h.kind == HintKind.REGISTERS:
         after, bound = static_after(h, times, width_copy)
         return _estimate(h, times, after, STATIC_BASIS, bound=bound)
     if h.kind == HintKind.WIDTH:
