@@ -29,6 +29,8 @@ LAYERS = [
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
     ["grader.core.model", "grader.check.draws"],
+    # the control flow of the machine code (blocks, loops, paths), below its accesses
+    ["grader.feedback.sass_flow"],
     # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
     # (and which PTX statements a launch reaches)

@@ -546,7 +546,7 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
     found: list[Access] = []
     for name in names:
         tally.add(name, [i for i in listing.functions[name] if i.root != "NOP"])
-        found += accesses(listing.functions[name], base)
+        found += accesses(listing.functions[name], base, listing.labels.get(name))
     return SassFacts(
         tool=listing.tool,
         functions=names,
