@@ -1,6 +1,6 @@
 """The kernels of tests/data/flow/ (written for these tests, in the forms students write) and tests/data/causes/,
 compiled as the pipeline compiles them (NVRTC, sm_90, line information: grader.pipeline.grade.compile_submission)
-and read with nvdisasm, for the tests of grader.feedback.sass_flow; and small
+and read with nvdisasm, for the tests of grader.feedback.sass_flow and grader.feedback.sass_stride; and small
 hand-written listings in nvdisasm's form."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from grader.compile.nvrtc import compile_kernels
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.feedback import sass, sass_flow
+from grader.feedback import sass, sass_flow, sass_stride
 from grader.feedback.sass_access import PARAM_BASE, Access, accesses
 from grader.feedback.sass_flow import Flow
 from grader.source.read import read_submission
@@ -29,13 +29,14 @@ needs_nvdisasm = pytest.mark.skipif(NVDISASM is None, reason="no nvdisasm: pip i
 
 @dataclass(frozen=True)
 class Kernel:
-    """One compiled kernel: its listing, mangled name, body (instructions), flow and accesses."""
+    """One compiled kernel: its listing, mangled name, body (instructions), flow, accesses and their strides."""
 
     listing: sass.Listing
     mangled: str
     body: tuple
     flow: Flow
     accesses: tuple[Access, ...]
+    strides: tuple[sass_stride.Stride, ...]
 
     def at(self, line: int, op: str | None = None, opcode: str | None = None) -> list[int]:
         """Positions of the accesses of source line `line` (with `op`, and an opcode starting with `opcode`)."""
@@ -69,8 +70,9 @@ def kernel(name: str, function: str = "biasGeluFused") -> Kernel:
     listing, mangled = _listing(path)
     m = mangled[function]
     body = listing.functions[m]
-    found = accesses(body, listing.param_base.get(m, PARAM_BASE["sm_90"]), listing.labels.get(m))
-    return Kernel(listing, m, body, sass_flow.flow(body, listing.labels.get(m)), found)
+    found, strides = sass_stride.kernel_strides(listing, m)
+    assert found == accesses(body, listing.param_base.get(m, PARAM_BASE["sm_90"]), listing.labels.get(m))
+    return Kernel(listing, m, body, sass_flow.flow(body, listing.labels.get(m)), found, strides)
 
 
 def listing_text(*lines: str, name: str = "k") -> str:

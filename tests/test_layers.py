@@ -37,9 +37,11 @@ LAYERS = [
     ["grader.core.launch", "grader.source.claims", "grader.feedback.counters", "grader.feedback.hint",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
      "grader.output.gradescope_export", "grader.feedback.ptx_paths"],
-    ["grader.feedback.sass", "grader.check.mistakes"],
+    # the machine code's facts, and the values of its registers from one thread to the next
+    ["grader.feedback.sass", "grader.feedback.sass_values", "grader.check.mistakes"],
     # reading a submission
-    ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth"],
+    ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth",
+     "grader.feedback.sass_stride"],
     ["grader.compile.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.compile.nvrtc", "grader.core.options"],

@@ -195,6 +195,7 @@ class Flow:
         budget = [WORK_PER_BLOCK * len(order) + 1000]
 
         def meet(a: int, b: int) -> int:
+            """The nearest common dominator of a and b (walks charged to the budget)."""
             while a != b:
                 while pos[a] > pos[b]:
                     a = idom[a]
