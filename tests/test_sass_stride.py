@@ -10,7 +10,7 @@ from conftest import assert_linear
 from flow_kernels import CAUSES, FLOW, kernel, needs_nvdisasm, parsed
 from grader.compile.nvrtc import compile_kernels
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
-from grader.feedback import sass_stride
+from grader.feedback import sass, sass_stride
 from grader.feedback.launch_facts import param_roles
 from grader.feedback.sass_access import Access, accesses
 from grader.feedback.sass_stride import Stride, judge, judge_all, strides
@@ -283,3 +283,25 @@ def test_the_pairs_of_a_rope_kernel_are_coalesced_together_and_each_alone_is_not
     ins = k.at(9, "ld")
     assert [judge(k.strides[i], 4) for i in ins] == ["scattered"] * 2
     assert [judge_all(k.accesses, k.strides)[i] for i in ins] == ["coalesced"] * 2
+
+
+CUOBJDUMP = sass.find_tool("cuobjdump")
+
+
+@needs_nvdisasm
+@pytest.mark.skipif(CUOBJDUMP is None, reason="no cuobjdump: pip install \".[sass]\"")
+@pytest.mark.parametrize("name", ["transposed", "chunk16", "gold_control", "float4_fallback", "grid_stride"])
+def test_cuobjdump_gives_the_same_strides(name):
+    """cuobjdump writes branch and call targets as offsets, and one body for the kernel and the functions it calls
+    (grader.feedback.sass.parse_cuobjdump): the calls are followed into that body all the same."""
+    k = kernel(name)
+    path = FLOW / f"{name}.cu" if (FLOW / f"{name}.cu").exists() else CAUSES / f"{name}.cu"
+    if path.parent == CAUSES:
+        sub = read_submission(path, BIAS_GELU)
+        c = compile_kernels(sub.compile_text, sub.name, (BIAS_GELU.kernel_name,), "sm_90", lineinfo=True)
+    else:
+        c = compile_kernels(path.read_text(), path.name, ("biasGeluFused",), "sm_90", lineinfo=True)
+    listing = sass.parse(sass.disassemble(c.cubin, CUOBJDUMP), "cuobjdump")
+    found, got = sass_stride.kernel_strides(listing, k.mangled)
+    assert [a.opcode for a in found] == [a.opcode for a in k.accesses] and got == k.strides
+    assert any(s.known for s in got)

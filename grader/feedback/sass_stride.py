@@ -165,7 +165,7 @@ class _Interp:
 
     def __init__(self, callees: Mapping[str, tuple[Sequence, Mapping[str, int] | None]] | None) -> None:
         self.callees = callees or {}
-        self.flows: dict[str, Flow] = {}
+        self.flows: dict[object, Flow] = {}
         self.steps = 0
         self.seen: dict[int, Value] = {}
         self.divisors: set = set()
@@ -362,7 +362,7 @@ class _Interp:
         if guard in _NEVER or root in _NO_DEST or known is False:
             return st
         if root in CALLS:
-            return self.call(ins, i, st, ctx)
+            return self.call(fl, ins, i, st, ctx)
         base = root[1:] if root.startswith("U") and (root[1:] in RULES or root[1:] in PURE
                                                       or root[1:] in SETP) else root
         mods = ins.opcode.split(".")[1:]
@@ -414,16 +414,18 @@ class _Interp:
             out = []
         return (out + [UNKNOWN] * n)[:max(n, len(out))]
 
-    def call(self, ins, i: int, st: dict, ctx: tuple) -> dict | None:
-        """The state after a CALL: its function interpreted from `st` where the listing has it, else every
-        register unknown."""
+    def call(self, fl: Flow, ins, i: int, st: dict, ctx: tuple) -> dict | None:
+        """The state after a CALL: its function interpreted from `st` where the listing has it (nvdisasm names it;
+        cuobjdump gives its offset in the same body), else every register unknown."""
         m = _CALL_TARGET.search(ins.operands)
-        name = m.group(1) if m else None
-        if name in self.callees and len(ctx) < MAX_CALL_DEPTH:
-            if name not in self.flows:
-                body, labels = self.callees[name]
-                self.flows[name] = flow(body, dict(labels or {}))
-            return self.run(self.flows[name], st, ctx + (i,))
+        h = None if m else re.search(r"(?:^|\s)(0x[0-9a-fA-F]+)\s*$", ins.operands)
+        at = fl.index(int(h.group(1), 16)) if h else None
+        key = m.group(1) if m else (id(fl), at) if at is not None else None
+        if key is not None and (at is not None or key in self.callees) and len(ctx) < MAX_CALL_DEPTH:
+            if key not in self.flows:
+                body, labels = self.callees[key] if at is None else (fl.body[at:], {})
+                self.flows[key] = flow(body, dict(labels or {}))
+            return self.run(self.flows[key], st, ctx + (i,))
         return {r: (uniform() if r.startswith(("UR", "UP")) else UNKNOWN) for r in st}
 
 

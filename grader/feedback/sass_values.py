@@ -21,7 +21,8 @@ tracked by its low register:
   leaving a loop, its values step where two threads ran a different number of iterations;
 - LOP3, I2F, F2I, float and every other pure operation: 0 when its inputs are all 0, else unknown; loads: 0 from an
   address with derivative 0, else unknown; SHFL, MATCH, atomics, clocks and anything not listed: unknown;
-- CALL of a function in the listing (a division routine): interpreted with the caller's registers (at most
+- CALL of a function in the listing (a division routine; nvdisasm names it, cuobjdump gives its offset in the
+  kernel's own body): interpreted with the caller's registers (at most
   sass_stride.MAX_CALL_DEPTH deep); any other CALL makes every register unknown;
 - the divisor of an integer division (the operand of I2F...RP) is taken to be nonzero, division by zero being
   undefined in C++: the fix-up NVRTC emits for a zero divisor (`@!P LOP3 ..., 0x33`, `SEL ..., 0xffffffff, P`
