@@ -29,15 +29,19 @@ LAYERS = [
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
     ["grader.core.model", "grader.check.draws"],
+    # the control flow of the machine code (blocks, loops, paths), below its accesses
+    ["grader.feedback.sass_flow"],
     # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
     # (and which PTX statements a launch reaches)
     ["grader.core.launch", "grader.source.claims", "grader.feedback.counters", "grader.feedback.hint",
      "grader.feedback.sass_disassembler", "grader.feedback.sass_access", "grader.gpu.clocks",
      "grader.output.gradescope_export", "grader.feedback.ptx_paths"],
-    ["grader.feedback.sass", "grader.check.mistakes"],
+    # the machine code's facts, and the values of its registers from one thread to the next
+    ["grader.feedback.sass", "grader.feedback.sass_values", "grader.check.mistakes"],
     # reading a submission
-    ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth"],
+    ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth",
+     "grader.feedback.sass_stride"],
     ["grader.compile.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.compile.nvrtc", "grader.core.options"],

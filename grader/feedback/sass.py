@@ -114,7 +114,9 @@ class Instruction:
 @dataclass(frozen=True)
 class Listing:
     """A parsed disassembly: instructions per function, callees per function (nvdisasm; cuobjdump names
-    none), and registers / stack frame in bytes per function where the listing states them."""
+    none), and registers / stack frame in bytes per function where the listing states them. labels: per function,
+    nvdisasm's labels (`.L_x_12`, which branches name as targets) with the offset of the instruction after each
+    (grader.feedback.sass_flow places branch targets with them; cuobjdump writes offsets instead)."""
 
     tool: str
     functions: dict[str, tuple[Instruction, ...]]
@@ -123,6 +125,7 @@ class Listing:
     stack_frames: dict[str, int]
     arch: str | None = None
     param_base: dict[str, int] = field(default_factory=dict)
+    labels: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,7 @@ def parse_nvdisasm(text: str) -> Listing:
     current: str | None = None
     arch = None
     where: list[int | None] = [None]  # the source line of the instructions that follow
+    labels = _Labels()
     for line in text.splitlines():
         src = _LINE_INFO.match(line)
         if src:
@@ -227,12 +231,29 @@ def parse_nvdisasm(text: str) -> Listing:
         if m:
             section, current, where[0] = m.group(1), None, None
             info.attr = info.index = None
+            labels.pending.clear()
         elif section.startswith(".nv.info"):
             info.read(line)
         elif section.startswith(".text"):
-            current = _text_line(line, current, declared, functions, where[0])
+            current = _text_line(line, current, declared, functions, where[0], labels)
     return Listing("nvdisasm", {k: tuple(v) for k, v in functions.items()}, _callees(functions), info.registers,
-                   info.frames, arch, info.param_base)
+                   info.frames, arch, info.param_base, labels.found)
+
+
+class _Labels:
+    """The labels of nvdisasm's listing per function: a label line waits (`pending`) for the next instruction of
+    its function, whose offset it names; one with no instruction after it in its function is dropped."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, dict[str, int]] = {}
+        self.pending: list[str] = []
+
+    def place(self, function: str, offset: int) -> None:
+        if self.pending:
+            names = self.found.setdefault(function, {})
+            for name in self.pending:
+                names.setdefault(name, offset)
+            self.pending.clear()
 
 
 class _NvInfo:
@@ -273,10 +294,10 @@ class _NvInfo:
 
 
 def _text_line(line: str, current: str | None, declared: set[str], functions: dict[str, list[Instruction]],
-               source_line: int | None = None) -> str | None:
+               source_line: int | None = None, labels: _Labels | None = None) -> str | None:
     """One line of a .text section of nvdisasm's listing: `.type NAME,@function` declares a function, its label
-    starts it, an instruction goes to the function started last (from `source_line`). The function being read
-    after the line."""
+    starts it, an instruction goes to the function started last (from `source_line`), another label names the
+    next instruction's offset (`labels`). The function being read after the line."""
     t = _TYPE_FUNC.match(line)
     if t:
         declared.add(t.group(1))
@@ -286,10 +307,16 @@ def _text_line(line: str, current: str | None, declared: set[str], functions: di
         if lab.group(1) in declared:
             current = lab.group(1)
             functions.setdefault(current, [])
+            if labels is not None:
+                labels.pending.clear()
+        elif labels is not None and current is not None:
+            labels.pending.append(lab.group(1))
         return current
     ins = _INSTR.match(line)
     if ins and current is not None:
         functions[current].append(_instruction(ins, source_line))
+        if labels is not None:
+            labels.place(current, functions[current][-1].offset)
     return current
 
 
@@ -531,7 +558,7 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
     found: list[Access] = []
     for name in names:
         tally.add(name, [i for i in listing.functions[name] if i.root != "NOP"])
-        found += accesses(listing.functions[name], base)
+        found += accesses(listing.functions[name], base, listing.labels.get(name))
     return SassFacts(
         tool=listing.tool,
         functions=names,

@@ -17,9 +17,13 @@ only needs to have `opcode`, `operands`, `line`, `offset` and `root`):
   meets. Kernel parameters sit in constant bank 0 from the offset EIATTR_PARAM_CBANK names (0x210 on sm_90,
   0x160 on sm_75 to sm_89; nvdisasm's .nv.info): the pointer parameter among them is the buffer.
 - the width: the opcode's (`LDG.E.128`: 16 bytes; `STG.E`: 4), as grader.feedback.sass reads it.
-- an element stored twice: a store to the same address register and offset as an earlier store, with no
-  instruction writing that register in between (a volatile pointer, or a fence between, keeps the compiler
-  from merging them).
+- an element stored twice: a store to the same address register and offset as a store that runs unguarded
+  before it on every path to it (it dominates it: grader.feedback.sass_flow), with no instruction writing the
+  address register pair on any path between them (a volatile pointer, or a fence between, keeps the compiler
+  from merging them). Stores on different paths (a float4 store and its scalar fallback through the same row
+  pointer) are not repeats; each store is compared with the nearest store that dominates it (among the
+  REPEAT_CANDIDATES stores to that address nearest in program order), and at most MAX_REPEAT_CHECKS stores are
+  compared in one function (the rest are not called repeats).
 
 What NVRTC 13.5 emits for these (sm_90, tests/data/causes): a fence (__threadfence) is `MEMBAR.SC.GPU` then
 `ERRBAR`, `CGAERRBAR` and `CCTL.IVALL` (which invalidates the L1); a volatile store `STG.E.STRONG.SYS`;
@@ -33,6 +37,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grader.feedback.sass_flow import Flow, flow
+
 LOADS = {"LDG": "ld", "LD": "ld", "LDGSTS": "ld", "STG": "st", "ST": "st", "ATOMG": "atom", "ATOM": "atom",
          "RED": "red", "REDG": "red", "MEMBAR": "fence"}
 """The opcodes read (by their root) and what each does."""
@@ -41,6 +47,11 @@ PARAM_BASE = {"sm_75": 0x160, "sm_80": 0x160, "sm_86": 0x160, "sm_87": 0x160, "s
 SLICE_DEPTH = 40
 """At most this many instructions are followed back from an access (a kernel's address arithmetic takes fewer
 than 15 in every kernel of tests/data)."""
+
+MAX_REPEAT_CHECKS = 256
+"""Stores compared with an earlier one per function at most (each comparison searches the flow once)."""
+REPEAT_CANDIDATES = 16
+"""The stores to the same address nearest in program order that are tried as the one a store repeats."""
 
 _ADDRESS = re.compile(r"(?<![A-Za-z])\[(R\d+)(?:\.64)?(?:\s*([+-])\s*(0x[0-9a-fA-F]+|\d+))?\]")
 _UADDRESS = re.compile(r"\[(UR\d+)(?:\.64)?(?:\s*([+-])\s*(0x[0-9a-fA-F]+|\d+))?\]")
@@ -133,8 +144,9 @@ def slice_params(body: Sequence, at: int, regs: set[str], base: int) -> tuple[in
     return tuple(sorted(found))
 
 
-def _address(ins) -> tuple[str, int] | None:
-    """(register, byte offset) of a memory instruction's address operand (`[R2.64+0x4]` -> ('R2', 4))."""
+def address(ins) -> tuple[str, int] | None:
+    """(register, byte offset) of a memory instruction's address operand (`[R2.64+0x4]` -> ('R2', 4); a uniform
+    register's `[UR4+0x10]` -> ('UR4', 16)); None when it has none."""
     m = _ADDRESS.search(ins.operands) or _UADDRESS.search(ins.operands)
     if not m:
         return None
@@ -142,31 +154,57 @@ def _address(ins) -> tuple[str, int] | None:
     return m.group(1), -off if m.group(2) == "-" else off
 
 
-def accesses(body: Sequence, base: int) -> tuple[Access, ...]:
+def accesses(body: Sequence, base: int, labels: dict[str, int] | None = None) -> tuple[Access, ...]:
     """The global memory instructions and fences of one function's `body` (instructions in program order, NOPs
     included or not), each with its width, line, the parameters its address comes from (`base`: the offset of
-    the first parameter in constant bank 0) and whether it repeats an earlier store to the same address."""
+    the first parameter in constant bank 0) and whether it repeats an earlier store to the same address on the
+    same path (module docstring; `labels`: the function's labels, name -> offset, to place its branch targets)."""
     out: list[Access] = []
-    stored: dict[tuple[str, int], int] = {}  # address of a store -> its index in out
+    stores: list[tuple[int, tuple[str, int], int]] = []  # (index in body, address, index in out)
     for i, ins in enumerate(body):
-        root = ins.root
-        op = LOADS.get(root)
-        for reg in _dests(ins):
-            stored = {k: v for k, v in stored.items() if k[0] != reg}
+        op = LOADS.get(ins.root)
         if op is None:
             continue
         if op == "fence":
             out.append(Access("fence", ins.opcode, None, ins.line, ins.offset))
             continue
-        addr = _address(ins)
+        addr = address(ins)
         if addr is None:
             continue
-        reg = addr[0]
-        m = re.fullmatch(r"(U?R)(\d+)", reg)
-        pair = {reg, f"{m.group(1)}{int(m.group(2)) + 1}"} if m else {reg}
-        repeat = op == "st" and addr in stored
-        out.append(Access(op, ins.opcode, width(ins.opcode), ins.line, ins.offset, slice_params(body, i, pair, base),
-                          repeat))
+        out.append(Access(op, ins.opcode, width(ins.opcode), ins.line, ins.offset,
+                          slice_params(body, i, _pair(addr[0]), base)))
         if op == "st":
-            stored[addr] = len(out) - 1
+            stores.append((i, addr, len(out) - 1))
+    if len(stores) > 1:
+        for k in _repeats(flow(body, labels), stores):
+            a = out[k]
+            out[k] = Access(a.op, a.opcode, a.nbytes, a.line, a.offset, a.params, True)
     return tuple(out)
+
+
+def _pair(reg: str) -> set[str]:
+    """The 64-bit address pair of register `reg` (R2 -> R2, R3)."""
+    m = re.fullmatch(r"(U?R)(\d+)", reg)
+    return {reg, f"{m.group(1)}{int(m.group(2)) + 1}"} if m else {reg}
+
+
+def _repeats(fl: Flow, stores: list[tuple[int, tuple[str, int], int]]) -> list[int]:
+    """The positions in the access list of the stores that repeat an earlier one (module docstring): the nearest
+    store with the same address that dominates it holds the same address register pair (Flow.same_value)."""
+    found = []
+    checks = 0
+    by_address: dict[tuple[str, int], list[int]] = {}
+    for i, addr, _ in stores:
+        by_address.setdefault(addr, []).append(i)
+    for i, addr, k in stores:
+        same = by_address[addr]
+        at = same.index(i)
+        near = same[max(0, at - REPEAT_CANDIDATES):at] + same[at + 1:at + 1 + REPEAT_CANDIDATES]
+        doms = [j for j in near if fl.dominates(j, i)]
+        if not doms or checks >= MAX_REPEAT_CHECKS:
+            continue
+        nearest = next(j for j in doms if all(fl.dominates(d, j) for d in doms))
+        checks += 1
+        if fl.same_value(nearest, i, _pair(addr[0]), _dests):
+            found.append(k)
+    return found
