@@ -42,6 +42,9 @@ LAYERS = [
     # reading a submission
     ["grader.source.contract", "grader.compile.sandbox", "grader.compile.toolkit", "grader.feedback.worth",
      "grader.feedback.sass_stride"],
+    # what the machine code's control flow says of its accesses (its loops, strides, passes, divisions)
+    ["grader.feedback.code_paths"],
+    ["grader.feedback.flow_facts"],
     ["grader.compile.predefined", "grader.feedback.launch_facts"],
     ["grader.source.program"],
     ["grader.source.signature", "grader.source.read", "grader.compile.nvrtc", "grader.core.options"],

@@ -55,7 +55,7 @@ grader.source.contract.Contract.launch_values refuses to pass a larger one (Grad
 
 OUTPUT = "out"
 """The role of the output pointer (Pointer.name) in every exercise of the course: the hints name the buffer a store
-writes by it (grader.feedback.launch_facts.buffer)."""
+writes by it (grader.feedback.code_paths.buffer)."""
 
 POISON_WORD = 0xF149F2CA
 """The output's contents before a checked launch: float32 -1.0e30, a value no exercise's answer takes from its

@@ -81,6 +81,10 @@ class Site(ReportModel):
     loop: int | None = None
 
 
+CODE_FACT = "from_code"
+"""The key a static fact of the machine code's control flow (grader.feedback.flow_facts) sets in its Hint.facts, where
+the counters have a hint of the same kind (scattered, work): with counters measured, theirs decides."""
+
 LITTLE = 0.005
 """An estimated gain under this fraction of the copy floor is "worth little on its own now" (chosen: half the 0.01
 step the report prints a gain in: a smaller gain would read "+0.00")."""

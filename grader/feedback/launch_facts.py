@@ -34,6 +34,8 @@ import math
 from grader.core import exercise as course
 from grader.core.exercise import OUTPUT, Exercise
 from grader.core.launch import LaunchSpec
+from grader.feedback.code_paths import buffer, param_roles, paths
+from grader.feedback.flow_facts import divisions_per_element, flow_hints, stores_out
 from grader.feedback.hint import Hint, HintKind, Site
 from grader.feedback.sass import SassFacts
 from grader.feedback.sass_access import Access
@@ -121,31 +123,6 @@ def warps_per_sm(block: int, arch: str, registers: int | None = None, shared: in
     return fit * wpb
 
 
-def param_roles(spec: LaunchSpec) -> dict[int, str]:
-    """The role ('x', 'bias', 'out', 'cosTab', ...) of each pointer parameter by its byte offset in the parameter
-    buffer: the parameters in order, each aligned to its own size (pointers and 64-bit integers 8, 32-bit ones 4), as
-    the CUDA ABI lays them out; integer parameters take their place but are not roles of a buffer."""
-    roles, at = {}, 0
-    for p in spec.params:
-        at = -(-at // p.size) * p.size
-        if p.kind == "ptr":
-            roles[at] = p.name
-        at += p.size
-    return roles
-
-
-def buffer(a: Access, roles: dict[int, str]) -> str | None:
-    """The buffer (a pointer parameter's role of `roles`: param_roles) access `a` reads or writes, from the pointer
-    parameters its address is computed from (a load that also meets out's pointer reads the other; a store writes
-    out, OUTPUT); None: not known."""
-    found = [roles[o] for o in a.params if o in roles]
-    if a.op == "ld":
-        found = [r for r in found if r != OUTPUT] or found
-    elif OUTPUT in found:
-        return OUTPUT
-    return found[0] if len(set(found)) == 1 else None
-
-
 def sites(facts: SassFacts | None, spec: LaunchSpec) -> list[Site]:
     """Each global load, store and atomic of the kernel's machine code (`facts`; [] without it) as the report keeps
     it (grader.feedback.hint.Site): what it does, the buffer of `spec`'s parameters its address comes from, its line
@@ -154,8 +131,12 @@ def sites(facts: SassFacts | None, spec: LaunchSpec) -> list[Site]:
     if facts is None:
         return []
     roles = param_roles(spec)
-    return [Site(op=a.op, buffer=buffer(a, roles) or "", line=a.line, nbytes=a.nbytes)
-            for a in facts.accesses if a.op in ("ld", "st", "atom", "red")]
+    p = paths(facts, roles)
+    loops = {a.offset: lp for a, lp in zip(p.accesses, p.loops, strict=True)}  # the kernel's own function's
+    own = len(p.accesses)
+    return [Site(op=a.op, buffer=buffer(a, roles) or "", line=a.line, nbytes=a.nbytes,
+                 loop=loops.get(a.offset) if k < own else None)
+            for k, a in enumerate(facts.accesses) if a.op in ("ld", "st", "atom", "red")]
 
 
 def _where(accesses: list[Access], what: str) -> str:
@@ -184,15 +165,18 @@ def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Ex
     (grader.feedback.hint) without estimates."""
     hints: list[Hint] = []
     kernel = ex.kernel_name
-    first = ex.problem(ex.verify_dims[0])
-    item = max(1, first.n // (first.grid[0] * first.grid[1]))  # floats of out per element of elems_per_thread
+    item = item_floats(ex)
     regs = facts.registers if facts else None
     if facts is not None and facts.accesses:
         roles = param_roles(spec)
-        hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel, item),) if h]
+        p = paths(facts, roles)
+        hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel, item, stores_out(p)),)
+                  if h]
         hints += _per_element(spec, facts.accesses, roles, shape, sms, arch, regs, kernel)
         hints += [h for h in (_double(facts, roles, arch, kernel, ex, sms, sm_mhz, shape),) if h]
-    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first.grid), _blocks(spec, arch, regs),
+        hints += flow_hints(p, ex, roles)
+    first = ex.problem(ex.verify_dims[0]).grid
+    hints += [h for h in (_grid(spec, arch, regs, sms, shape, first), _blocks(spec, arch, regs),
                           _shared(spec, arch, regs, shared)) if h]
     return hints
 
@@ -207,14 +191,25 @@ def _vector(accesses: tuple[Access, ...], roles: dict[int, str]) -> tuple[int, l
     return max(1, widest // course.BYTES_PER_FLOAT), [a for a in to_out if a.nbytes == widest]
 
 
+def item_floats(ex: Exercise) -> int:
+    """Floats of out per element of the launch's elems_per_thread for exercise `ex` (1 for biasGeluFused, 2 for a
+    RoPE pair), from its first verified Problem: output floats over grid items."""
+    first = ex.problem(ex.verify_dims[0])
+    return max(1, first.n // (first.grid[0] * first.grid[1]))
+
+
 def _idle(spec: LaunchSpec, accesses, roles, shape, sms, facts: SassFacts, kernel: str,
-          item: int = 1) -> Hint | None:
+          item: int = 1, stored: int = 0) -> Hint | None:
     """The idle-threads fact (module docstring), in floats of out: `item` floats are one element of the launch's
     elems_per_thread (the exercise's: 1 for biasGeluFused, 2 for a RoPE pair), so E elements per thread are
-    E x item floats, and `shape` (the output's rows x cols) is a grid of rows x cols / item elements."""
+    E x item floats, and `shape` (the output's rows x cols) is a grid of rows x cols / item elements. `stored`:
+    the floats a thread stores outside every loop on one path (grader.feedback.flow_facts.stores_out), the vector
+    when wider than its widest store (eight pairs stored as eight float2: 16 floats)."""
     if spec.grid not in ("row", "flat"):
         return None
     vec, widest = _vector(accesses, roles)
+    if stored > vec and stored % vec == 0:
+        vec = stored
     elems = spec.elems_per_thread
     per = elems * item
     if vec <= per or vec % per:
@@ -396,16 +391,29 @@ def _per_element(spec: LaunchSpec, accesses, roles, shape, sms, arch, regs, kern
 
 
 def division_facts(facts: SassFacts | None, spec: LaunchSpec, *, sms: int | None, sm_mhz: int | None,
-                   shape: tuple[int, int] | None) -> dict[str, float]:
-    """The division hint's model (grader.feedback.worth): the issue slots its instructions take if the SMs did
-    nothing else: "issue_ms" = elements / vector x instructions per division / 32 / (SMs x ISSUE_PER_CYCLE x
-    clock). Instructions: the largest division routine the kernel calls (its size), else INLINE_DIVISION. {} where
-    a number is missing (no machine code, no GPU, no clock, no shape)."""
-    if facts is None or not facts.int_division or not sms or not sm_mhz or not shape:
+                   shape: tuple[int, int] | None, item: int = 1, threads_per_sm: int | None = None
+                   ) -> dict[str, float]:
+    """The division hint's model (grader.feedback.worth): how many divisions the launch at `shape` runs per element
+    ("per_element": grader.feedback.flow_facts.divisions_per_element, from the machine code's loops; the first
+    guess, one per store's vector, where the flow cannot tell), and the issue slots their instructions take if the
+    SMs did nothing else: "issue_ms" = elements x per element x instructions per division / 32 / (SMs x
+    ISSUE_PER_CYCLE x clock). Instructions: INLINE_DIVISION where the kernel divides inline (a 64-bit division's
+    fast path is inline, and every value the grader passes fits 32 bits: INT32_LIMIT), else the largest division
+    routine it calls (its size). {} where a number is missing (no machine code, no GPU, no clock, no shape);
+    without a GPU, "per_element" alone where the flow tells it."""
+    if facts is None or not facts.int_division or not shape:
         return {}
+    roles = param_roles(spec)
+    per_element = divisions_per_element(paths(facts, roles), spec, shape, item, sms, threads_per_sm)
+    vec, _ = _vector(facts.accesses, roles)
+    known = {"per_element": per_element} if per_element is not None else {}
+    if not sms or not sm_mhz:
+        return known
     sizes = dict(facts.function_sizes)
     called = [n for f, n in sizes.items() if any(f.endswith(r) for r in facts.division_routines)]
-    per = float(max(called)) if called else float(INLINE_DIVISION)
-    vec, _ = _vector(facts.accesses, param_roles(spec))
-    warps = shape[0] * shape[1] / vec / 32
-    return {"issue_ms": warps * per / (sms * ISSUE_PER_CYCLE * sm_mhz * 1e6) * 1e3, "division_instructions": per}
+    inline = any(s in ("I2F.U32.RP", "I2F.RP") for s in facts.division_sequences)
+    per = float(INLINE_DIVISION) if inline or not called else float(max(called))
+    each = per_element if per_element is not None else 1 / vec
+    warps = shape[0] * shape[1] * each / 32
+    return known | {"issue_ms": warps * per / (sms * ISSUE_PER_CYCLE * sm_mhz * 1e6) * 1e3,
+                    "division_instructions": per}

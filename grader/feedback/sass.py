@@ -182,6 +182,10 @@ class SassFacts:
     fp64: tuple[tuple[int | None, int], ...] = ()
     """Double-precision instructions (FP64_ROOTS) by the source line they come from (None: not known), in line
     order."""
+    listing: Listing | None = field(default=None, compare=False, repr=False)
+    """The parsed listing these facts were read from (grader.feedback.code_paths reads its control flow)."""
+    mangled: str = ""
+    """The kernel's mangled name in `listing`."""
 
     @property
     def only_4_byte_loads(self) -> bool:
@@ -582,6 +586,8 @@ def facts(listing: Listing, mangled: str) -> SassFacts | None:
         first_exit=next((n + 1 for n, i in enumerate(j for j in listing.functions[mangled] if j.root != "NOP")
                          if i.root == "EXIT"), None),
         fp64=tuple(sorted(tally.fp64.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))),
+        listing=listing,
+        mangled=mangled,
     )
 
 

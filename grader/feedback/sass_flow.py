@@ -514,7 +514,8 @@ def _components(post: list[int], succs, preds, reachable) -> list[frozenset[int]
 class Pass:
     """A buffer swept twice: loop `first` (an index into Flow.loops) loads it and loop `second`, run after it,
     loads it again with the same width ("read twice"), or `first` stores it and `second` loads it back ("written
-    then read"). `accesses`: positions in the access list, the first loop's, then the second's."""
+    then read"), or stores it again as wide without loading it ("written twice": a zero fill, then the answer).
+    `accesses`: positions in the access list, the first loop's, then the second's."""
 
     buffer: object
     kind: str
@@ -602,6 +603,11 @@ def _sweeps(accesses: Sequence, fa: list[int], sa: list[int], first: int, second
         stored = [k for k in mine if _is_store(accesses[k])]
         if stored and theirs:
             out.append(Pass(buf, "written then read", first, second, tuple(stored) + tuple(theirs)))
+        sizes = {accesses[k].nbytes for k in stored}
+        rewritten = [k for k in sa if buffer_of(accesses[k]) == buf and _is_store(accesses[k])
+                     and accesses[k].nbytes in sizes]
+        if stored and rewritten and not theirs:
+            out.append(Pass(buf, "written twice", first, second, tuple(stored) + tuple(rewritten)))
     return out
 
 

@@ -90,7 +90,7 @@ class Stride:
         return self.bytes is not None or bool(self.terms)
 
     def describe(self, roles: Mapping[int, str] | None = None) -> str:
-        """'4 bytes', '4 x cols' (`roles`: parameter offset -> name, grader.feedback.launch_facts.param_roles),
+        """'4 bytes', '4 x cols' (`roles`: parameter offset -> name, grader.feedback.code_paths.param_roles),
         'unknown'; ', except where a quotient, a carry or a choice steps' added when not exact."""
         if not self.known:
             return "unknown"

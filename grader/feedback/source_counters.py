@@ -34,8 +34,8 @@ import tempfile
 from pathlib import Path
 
 from grader.feedback import counters as ncu
+from grader.feedback.code_paths import buffer, param_roles
 from grader.feedback.counters import CountersUnavailable, InstructionCounters
-from grader.feedback.launch_facts import buffer, param_roles
 from grader.feedback.sass import Instruction, division_start_indices, find_disassembler, sass_facts
 from grader.feedback.sass_access import PARAM_BASE, accesses
 
@@ -106,7 +106,7 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
     """The global memory instructions of one kernel's source rows (parse_source), each with its counters, the
     student's line (`lines`: offset -> line, from our own disassembly of the same compile; empty: none) and its
     buffer (the parameter its address comes from: `roles`, offset in the parameter buffer -> name,
-    grader.feedback.launch_facts.param_roles), its address read from ncu's own SASS text."""
+    grader.feedback.code_paths.param_roles), its address read from ncu's own SASS text."""
     if not rows:
         return []
     first = _address(rows[0][SOURCE_COLUMNS["address"]]) or 0

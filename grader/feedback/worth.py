@@ -59,7 +59,7 @@ from grader.feedback.counters import (
     KernelCounters,
     said,
 )
-from grader.feedback.hint import LITTLE, Hint, HintKind, Site
+from grader.feedback.hint import CODE_FACT, LITTLE, Hint, HintKind, Site
 
 ETA = 0.9
 """The share of its peak a unit sustains when it alone sets a kernel's time (H200, issue 23: the 16-byte copy's
@@ -271,6 +271,12 @@ def _costed(h: Hint, times: Times, m: Measured | None, width_copy: float) -> Hin
     """`h` (a hint from the machine code) with its estimate (module docstring)."""
     if h.kind == HintKind.DOUBLE and m:  # measured: the work model, as for the extra work it is
         return _estimate(h, times, work_after(m), COUNTERS)
+    if h.facts.get(CODE_FACT):  # the control flow's facts (grader.feedback.flow_facts), none measured
+        after = width_copy
+        if h.kind == HintKind.PASSES and h.facts.get("model_bytes"):
+            f = h.facts
+            after = max(width_copy, times.kernel * f["model_bytes"] / (f["model_bytes"] + f.get("extra_bytes", 0.0)))
+        return _estimate(h, times, after, STATIC_BASIS, bound=True)
     if h.kind in STATIC or h.kind == HintKind.REGISTERS:
         after, bound = static_after(h, times, width_copy)
         return _estimate(h, times, after, STATIC_BASIS, bound=bound)
@@ -547,17 +553,21 @@ over 20 elements are one per element, under a twentieth of what erff costs."""
 
 
 def measured_divisions(h: Hint, counters: Counters | None) -> Hint | None:
-    """The division hint `h` as the counters count it: None when the profiled launch ran fewer than
-    DIVISIONS_NEGLIGIBLE of its divisions per element (its premise is false for the launches graded), else `h`
-    saying how many per element ("per_element" in its facts); `h` itself where they were not counted."""
+    """The division hint `h` as the counters count it, else as the machine code's loops do ("per_element" in its
+    facts: grader.feedback.launch_facts.division_facts): None when the timed launch runs fewer than
+    DIVISIONS_NEGLIGIBLE divisions per element (its premise is false for the launches graded: once per thread,
+    block or chunk), else `h` saying how many per element; `h` itself where neither counted them."""
     k = counters.yours if counters is not None and not counters.unavailable else None
-    if k is None or counters.division_threads is None or not k.elements:
+    if k is not None and counters.division_threads is not None and k.elements:
+        per, said = counters.division_threads / k.elements, "The counters count"
+    elif "per_element" in h.facts:
+        per, said = h.facts["per_element"], "Its loops in the machine code make that"
+    else:
         return h
-    per = counters.division_threads / k.elements
     if per < DIVISIONS_NEGLIGIBLE:
         return None
     return h.model_copy(update={"facts": h.facts | {"per_element": per}, "text": (
-        f"{h.text} The counters count {per:.2f} integer divisions per element in the timed launch.")})
+        f"{h.text} {said} {per:.2f} integer divisions per element in the timed launch.")})
 
 
 def rank(hints: list[Hint], times: Times | None, counters: Counters | None = None, cols: int | None = None,
@@ -572,17 +582,20 @@ def rank(hints: list[Hint], times: Times | None, counters: Counters | None = Non
     for the scattered hint's stride. `ex`: the exercise, for its words (Exercise.counter_texts) and its cached
     inputs. `sites`: the kernel's global loads and stores (grader.feedback.launch_facts.sites), for the bytes hint's
     buffers and lines. A kernel at or above gold keeps only the hints worth more than `noise` (gold_worthy)."""
-    code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints if h.kind not in GENERATED]
+    code = [h.model_copy(update={"tie": HintKind.NONE}) if h.tie else h for h in hints
+            if h.kind not in GENERATED or h.facts.get(CODE_FACT)]
     if times is None:
         return code
     if times.kernel * BEATS_ONE_FLOAT < times.one_float:  # the width hint's premise is measured false
         code = [h for h in code if h.kind != HintKind.WIDTH]
     code = [d for h in code if (d := measured_divisions(h, counters) if h.kind == HintKind.DIVISION else h)]
     m = measured(counters, times)
+    if m is not None:  # the counters measured what the control flow's facts infer: theirs decide
+        code = [h for h in code if not h.facts.get(CODE_FACT)]
     scalar = any(h.kind == HintKind.WIDTH for h in code)
     width_copy = times.one_float if scalar else times.floor
     out = [_costed(h, times, m, width_copy) for h in code]
-    static = [h for h in out if h.kind in STATIC and h.saved_ms is not None]
+    static = [h for h in out if (h.kind in STATIC or h.facts.get(CODE_FACT)) and h.saved_ms is not None]
     if m is not None:
         made = [bytes_hint(m, sites or [], ex), scattered_hint(m, cols, counters.instructions, ex)]
         if not any(h.kind in (HintKind.GRID, HintKind.BLOCKS, HintKind.SHARED) for h in static):  # the same cause

@@ -27,7 +27,7 @@ from grader.core.launch import LaunchSpec
 from grader.core.version import __version__
 from grader.feedback.hint import Hint, HintKind
 from grader.feedback.hints import code_hints
-from grader.feedback.launch_facts import division_facts, launch_hints, sites
+from grader.feedback.launch_facts import division_facts, item_floats, launch_hints, sites
 from grader.feedback.sass import Reading
 from grader.feedback.worth import Times, rank
 from grader.gpu.capture import Captured, capture_stdout
@@ -300,7 +300,8 @@ def hints_for(compiled: Compiled, report: GradeReport, reading: Reading | None =
     shape = (report.bench_rows, report.bench_cols) if report.bench_rows and report.bench_cols else None
     sms = report.gpu.multiprocessors if report.gpu else None
     division = division_facts(facts, spec, sms=sms, sm_mhz=report.clocks.sm_mhz if report.clocks else None,
-                              shape=shape)
+                              shape=shape, item=item_floats(ex),
+                              threads_per_sm=report.gpu.threads_per_multiprocessor if report.gpu else None)
     report.hints = [h.model_copy(update={"facts": division}) if h.kind == HintKind.DIVISION else h for h in found]
     wrong = [v.mistake for v in report.verification if not v.passed and v.mistake is not None]
     if report.verdict == "fail" and report.stage == Stage.VERIFY:
