@@ -29,8 +29,9 @@ LAYERS = [
     ["grader.source.program_split"],
     ["grader.source.program_declarators"],
     ["grader.core.model", "grader.check.draws"],
-    # a PTX body's statements, scopes and names (below the PTX paths)
+    # a PTX body's statements, scopes and names, then the values its registers take (below the PTX paths)
     ["grader.feedback.ptx_statements"],
+    ["grader.feedback.ptx_values"],
     # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
     # (and which PTX statements a launch reaches)
