@@ -352,3 +352,76 @@ def test_past_its_budget_every_division_is_reached():
     # the same blocks, never entered: %p1 decides the branch
     short = ptx_paths.reach(entry(body.replace("\tbra.uni $L__C2000;\n", "\tbra.uni $L__C0;\n")), "k", ALL, HIGH)
     assert not short.exhausted and short.divisions == ()
+
+
+FAST_OR_FALLBACK = ('extern "C" __global__ void k(const float* x, float* out, int rows, int cols) {\n'
+                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (cols % 4 == 0 && rows > 0) {\n"
+                    "    float4 v = reinterpret_cast<const float4*>(x)[i]; v.x += 1.f;\n"
+                    "    reinterpret_cast<float4*>(out)[i] = v;\n"
+                    "  } else if (i < rows * cols) out[i] = x[i] + (float)(i % cols);\n}")
+
+
+def test_exact_sizes_decide_the_fast_path_or_the_fallback():
+    ptx, mangled = _kernel(FAST_OR_FALLBACK)
+    sizes = frozenset({2, 3})
+    assert reachable_divisions(ptx, mangled, sizes, HIGH) == ("rem.s32",)  # any rows and cols: either path
+    assert reachable_divisions(ptx, mangled, sizes, HIGH, exact={2: 512, 3: 4096}) == ()
+    assert reachable_divisions(ptx, mangled, sizes, HIGH, exact={2: 512, 3: 4097}) == ("rem.s32",)
+    assert reachable_divisions(ptx, mangled, sizes, HIGH, exact={2: 0, 3: 4096}) == ("rem.s32",)
+    assert reachable_divisions(ptx, mangled, sizes, HIGH, exact={3: 4096}) == ("rem.s32",)  # rows may be 0
+    # a pointer's alignment stays unknown: both ways, whatever cols is
+    aligned = FAST_OR_FALLBACK.replace("cols % 4 == 0 && rows > 0",
+                                       "((unsigned long long)x & 15) == 0 && cols % 4 == 0")
+    assert reachable_divisions(*_kernel(aligned), sizes, HIGH, exact={2: 512, 3: 4096}) == ("rem.s32",)
+
+
+CONDITIONS = {
+    # a C condition on unsigned a, b (parameters 1 and 2) and its value, as C computes it
+    "(a & 3) == 0": lambda a, b: a & 3 == 0,
+    "a - 4097u < 10u": lambda a, b: (a - 4097) % 2**32 < 10,
+    "(int)(a - 4097u) < 0": lambda a, b: (a - 4097) % 2**32 >= 2**31,
+    "a * b % 7u == 3u": lambda a, b: (a * b) % 2**32 % 7 == 3,
+    "(a << 3) >> 5 > b": lambda a, b: ((a << 3) % 2**32) >> 5 > b,
+    "min(a, b) / 16u == 256u": lambda a, b: min(a, b) // 16 == 256,
+    "max(a ^ b, 100u) != 100u": lambda a, b: max(a ^ b, 100) != 100,
+    "(unsigned long long)a * b > 4294967296ull": lambda a, b: a * b > 2**32,
+    "(unsigned short)a == 4096": lambda a, b: a % 2**16 == 4096,
+    "(a | b) >= 2147483648u": lambda a, b: a | b >= 2**31,
+}
+
+
+def test_exact_values_follow_the_arithmetic_as_the_machine_does_it():
+    source = "\n".join(f'extern "C" __global__ void k{n}(unsigned* o, unsigned a, unsigned b, unsigned d) '
+                       f"{{ if ({c}) o[0] = o[1] / d; }}" for n, c in enumerate(CONDITIONS))
+    c = compile_kernels(source, "k.cu", tuple(f"k{n}" for n in range(len(CONDITIONS))), "sm_90")
+    for n, (text, holds) in enumerate(CONDITIONS.items()):
+        mangled = c.kernels[f"k{n}"].mangled
+        assert reachable_divisions(c.ptx, mangled, frozenset({3}), HIGH) == ("div.u32",), text
+        for a, b in ((4096, 4096), (4097, 3), (4100, 0), (2**31 - 1, 5), (2**31 + 7, 2**32 - 1), (0, 1)):
+            found = reachable_divisions(c.ptx, mangled, frozenset({3}), HIGH, exact={1: a, 2: b})
+            assert found == (("div.u32",) if holds(a, b) else ()), (text, a, b)
+
+
+def test_a_division_in_a_loop_is_told_from_one_once_per_thread():
+    source = ("__device__ __noinline__ int once(int a, int b) { return a / b; }\n"
+              "__device__ __noinline__ unsigned twice(unsigned a, unsigned b) { return a / b; }\n"
+              "__device__ __noinline__ long long looped(long long a, long long b) { return a % b; }\n"
+              'extern "C" __global__ void k(int* o, int n, int cols) {\n'
+              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  o[0] = once(i, cols);\n  o[1] = twice(o[2], cols) + twice(o[3], n);\n"
+              "  for (int j = i; j < n; j += 1024) o[j] = (int)looped(j, cols) + j % cols;\n}")
+    ptx, mangled = _kernel(source)
+    sites = ptx_paths.division_sites(ptx, mangled, frozenset({1, 2}), HIGH)
+    # once() is called once per thread, twice() twice, looped() (a 64-bit % with LLVM's 32-bit fast path) and the
+    # kernel's own j % cols (unrolled four times, and the rest) in the loop
+    assert {(s.function, s.opcode, s.in_loop) for s in sites} == {
+        ("_Z4onceii", "div.s32", False), ("_Z5twicejj", "div.u32", True), ("k", "rem.s32", True),
+        ("_Z6loopedxx", "rem.s64", True), ("_Z6loopedxx", "rem.u32", True)}
+    found = ptx_paths.reach(ptx, mangled, frozenset({1, 2}), HIGH)
+    assert found.straight == ("div.s32",) and found.looped == ("div.u32", "rem.s32", "rem.s64", "rem.u32")
+    # a grid-stride loop's remainder is in the loop; in straight-line code, once per thread
+    ptx, mangled = _kernel(FAST_OR_FALLBACK)
+    assert ptx_paths.reach(ptx, mangled, frozenset({2, 3}), HIGH).straight == ("rem.s32",)
+    loop = FAST_OR_FALLBACK.replace("else if (i < rows * cols)", "else for (; i < rows * cols; i += 4096)")
+    assert ptx_paths.reach(*_kernel(loop), frozenset({2, 3}), HIGH).looped == ("rem.s32",)
