@@ -31,6 +31,9 @@ LAYERS = [
     ["grader.core.model", "grader.check.draws"],
     # the control flow of the machine code (blocks, loops, paths), below its accesses
     ["grader.feedback.sass_flow"],
+    # a PTX body's statements, scopes and names, then the values its registers take (below the PTX paths)
+    ["grader.feedback.ptx_statements"],
+    ["grader.feedback.ptx_values"],
     # pure data and numerics: launches as data, the student's claims, float64 references, a hint and its kinds
     # (finding and running a disassembler, below the machine code's facts)
     # (and which PTX statements a launch reaches)

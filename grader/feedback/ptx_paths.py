@@ -8,22 +8,24 @@ keeps the page's size_t body for larger tensors:
 Its machine code still calls CUDA's 64-bit division routine, on a path no launch of the grader takes: every
 integer the grader passes a kernel is at most grader.core.exercise.INT32_LIMIT (every benchmark buffer holds
 fewer than 2^31 floats, every verification shape is small). A hint about that division would tell the student
-to do what they did.
+to do what they did. And for one launch (issue 39), exact values of its sizes decide more: "does the timed launch
+at cols = 4096 take the float4 path or the fallback with i % cols?"
 
-The reading: the entry's statements in order, split at labels and branches (`bra`, `@%p bra`, `@!%p bra`,
-`ret`, `exit`), walked from the top. A branch goes one way only where its predicate is decided for every
-launch: a `setp` of an integer comparison (`lt le gt ge eq ne lo ls hi hs`, signed or unsigned, 16 to 64 bits)
-between PTX integer literals and registers whose one definition in the body (counting every destination: a
-vector load's `{%r1, %r2}`, a second predicate's `%p|%q`; a guarded one makes it unknown) is an `ld.param` of an
-integer parameter (0 .. INT32_LIMIT), a `cvt` or `mov` of such a register (zero or sign extension keeps
-0 .. 2^31 - 1), or an `and` or `or` of them (and `and` with a literal: LLVM's `n < 2^31 && m < 2^31` is
-`(n | m) & -2^31 == 0`). Every other branch goes both ways, and an indirect one (`brx.idx`) reaches every
-statement, so anything unsure is reachable: the reading can only remove paths that no launch takes. A `.func`
-is reached whole (its parameters are not the kernel's) when a reached statement calls it, or when anything
-takes its address (a function pointer, a virtual call, a module-scope table), wherever that is.
+The reading: each function's statements in order, with their `{ }` scopes and each name resolved as ptxas
+resolves it (grader.feedback.ptx_statements: a label in the innermost enclosing block that declares it, so two
+inline-asm blocks may reuse one; predicates with or without `%`), walked from the top. A branch (`bra`, `ret`,
+`exit`, guarded or not) goes one way only where every launch decides its guard alike (grader.feedback.ptx_values:
+the values of registers that follow from the kernel's integer parameters, each in 0 .. `high` or at an exact
+value, and literals, through cvt, mov, add, and, setp, selp and the rest). Every other branch goes both ways;
+an indirect one (`brx.idx`) marks every statement of its function reached, once. A `.func` is walked (its
+parameters unknown) when a reached statement calls it, or when anything takes its address (a function pointer,
+a virtual call, a module-scope table), wherever that is. Anything unsure is reachable: the reading only
+removes paths that no launch takes. The work is linear in the statements, and a Budget of STEPS_PER_STATEMENT
+steps per statement bounds it: past it, every division counts as reached (Reach.exhausted).
 
 tests/test_ptx_paths.py holds kernels written to break it (a loop whose vector load rewrites the parameter's
-register, an octal literal, a branch back through `brx.idx`, a table of function pointers).
+register, an octal literal, a branch back through `brx.idx`, a table of function pointers, two inline-asm
+blocks with one label, a guard `@q`, 8192 indirect branches).
 """
 
 from __future__ import annotations
@@ -31,33 +33,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+from grader.feedback.ptx_statements import (
+    COMMENT,
+    Budget,
+    Instr,
+    OverBudget,
+    Statement,
+    destinations,
+    literal,
+    parse,
+    resolve,
+    statements,
+)
+from grader.feedback.ptx_values import guards
+
+__all__ = ["CALL", "COMMENT", "HEADER", "INT_DIV", "STEPS_PER_STATEMENT", "DivisionSite", "Reach", "Statement",
+           "destinations", "division_sites", "kernel_functions", "kernel_ptx", "literal", "names_in", "reach",
+           "reachable_divisions", "reached", "statements"]
+
 HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
 CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$]+)")
 INT_DIV = re.compile(r"\b(?:div|rem)(?:\.full)?\.[us](?:16|32|64)\b")
 """An integer division or remainder: in PTX from NVRTC its divisor is known only at run time (a division by a
 constant becomes mul.hi and shifts)."""
 
-_SCOPE = re.compile(r"^\s*[{}]\s*$", re.M)
-"""A line that opens or closes a scope (the body's braces, a call sequence's, inline assembly's); braces inside a
-statement ({%f1, %f2} vector operands) are kept."""
-_LINE_DIRECTIVE = re.compile(r"^\s*\.(?:loc|file)\b[^\n]*$", re.M)
-"""Line information (with lineinfo, `.loc 1 26 5` before a statement): a directive with no ';'."""
-_LABEL = re.compile(r"^\s*([\w$]+):\s*(.*)$", re.S)
-_GUARD = re.compile(r"^@(!?)(%[\w$]+)\s+(.*)$", re.S)
-_SETP = re.compile(r"^setp\.(lt|le|gt|ge|eq|ne|lo|ls|hi|hs)\.([su])(16|32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
-_LD_PARAM = re.compile(r"^ld\.param\.[bsu](?:32|64)\s+(%[\w$]+)\s*,\s*\[\s*([\w$]+)_param_(\d+)\s*\]$")
-_COPY = re.compile(r"^(?:cvt\.[su](?:32|64)\.[su](?:32|64)|mov\.[bsu](?:32|64))\s+(%[\w$]+)\s*,\s*(%[\w$]+)$")
-_DESTS = re.compile(r"^[\w.:]+\s+(\{[^}]*\}|%[\w$]+(?:\s*\|\s*%[\w$]+)?)")
-"""An instruction's first operand, where it writes: one register, a vector ({%r1, %r2}) or two predicates (%p|%q)."""
-_REG = re.compile(r"%[\w$]+")
-_BITS = re.compile(r"^(and|or)\.b(?:32|64)\s+(%[\w$]+)\s*,\s*([^,]+),\s*([^,]+)$")
+STEPS_PER_STATEMENT = 128
+"""The budget of a reading: this many steps (Reach.steps) per statement or brace of the bodies it reads. The
+kernels of submissions/ take at most 40 (tests/test_ptx_paths.py); past it every division counts as reached."""
+_ARGUMENT = re.compile(r"\.param\s+[^,]*")
 _NAME = re.compile(r"(?<![\w$%.])[\w$]+")
 _INITIALIZER = re.compile(r"=\s*(\{[^;]*\}|[^;{]+);")
-_LITERALS = ((re.compile(r"0[xX][0-9a-fA-F]+"), 16), (re.compile(r"0[bB][01]+"), 2), (re.compile(r"0[0-7]+"), 8),
-             (re.compile(r"0|[1-9]\d*"), 10))
-"""PTX's integer literals (PTX ISA, "Integer constants"): hexadecimal, binary, octal, decimal; a U suffix."""
-_UNSIGNED = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
 
 
 def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | None:
@@ -69,17 +74,19 @@ def kernel_functions(ptx: str, mangled: str) -> dict[str, tuple[str, str]] | Non
     return None if found is None else found[0]
 
 
-def _functions(ptx: str, mangled: str) -> tuple[dict[str, tuple[str, str]], list[str]] | None:
+def _functions(ptx: str, mangled: str) -> tuple[dict[str, tuple[str, str]], list[str], str] | None:
     """(kernel_functions' answer, the functions a launch starts in: the entry, then those a module-scope
-    initializer names), or None when `ptx` has no entry `mangled`."""
+    initializer names, the entry's header: its parameter list and directives), or None when `ptx` has no entry
+    `mangled`."""
     text = COMMENT.sub("", ptx)
     bodies: dict[str, tuple[str, str]] = {}
-    outside, at = [], 0  # the module-scope text between the bodies
+    outside, at, header = [], 0, ""  # the module-scope text between the bodies
     for m in HEADER.finditer(text):
         body = _body_after(text, m.end())
         if body is not None:
             bodies[m.group(2)] = (m.group(1), body)
             start = text.index(body, m.end())
+            header = text[m.end():start] if m.group(2) == mangled else header
             outside.append(text[at:start])
             at = start + len(body)
     outside.append(text[at:])
@@ -94,7 +101,7 @@ def _functions(ptx: str, mangled: str) -> tuple[dict[str, tuple[str, str]], list
         for callee in sorted((funcs & names_in(bodies[todo.pop()][1])) - set(seen), key=order.get):
             seen.append(callee)
             todo.append(callee)
-    return {name: bodies[name] for name in seen}, roots
+    return {name: bodies[name] for name in seen}, roots, header
 
 
 def names_in(text: str) -> set[str]:
@@ -137,196 +144,241 @@ def _body_after(text: str, at: int) -> str | None:
     return text[start:]
 
 
+
+
 @dataclass(frozen=True)
-class Statement:
-    """One PTX statement: the labels before it, its guard ("%p1", negated or not; "" for none) and its text."""
+class DivisionSite:
+    """A reached integer div or rem: its function, its index in statements() of the function's body, its opcode
+    ('div.u32') and whether it may run more than once per thread (in_loop): it lies between a label and a later
+    reached backward branch that may go to it (a `brx.idx`: to any statement before it), or its function is
+    called from such a place, from two places, through a pointer or recursively. in_loop False: at most once per
+    thread of the launch."""
 
-    labels: tuple[str, ...]
-    guard: str
-    negated: bool
-    text: str
-
-
-def statements(body: str) -> list[Statement]:
-    """The statements of a function body in order (its braces and directives' scoping braces dropped: a brace
-    that starts a statement, or follows its labels, opens or closes a scope, as inline assembly's `{ .reg ...`
-    on one line; a statement never starts with a vector operand)."""
-    out, labels = [], []
-    for raw in _SCOPE.sub(";", _LINE_DIRECTIVE.sub("", body)).split(";"):
-        part = " ".join(raw.split()).lstrip("{} ")
-        while (m := _LABEL.match(part)) and not part.startswith("@"):
-            labels.append(m.group(1))
-            part = m.group(2).strip().lstrip("{} ")
-        if not part:
-            continue
-        g = _GUARD.match(part)
-        out.append(Statement(tuple(labels), g.group(2) if g else "", bool(g and g.group(1)),
-                             g.group(3).strip() if g else part))
-        labels = []
-    if labels:
-        out.append(Statement(tuple(labels), "", False, "ret"))
-    return out
+    function: str
+    index: int
+    opcode: str
+    in_loop: bool
 
 
-def _known_registers(body: list[Statement], entry: str, integers: frozenset[int], high: int
-                     ) -> dict[str, tuple[int, int]]:
-    """{register: (lowest, highest)} for the registers of `body` whose one definition (as any destination: a
-    vector load's, a second predicate's) loads an integer parameter (index in `integers`: 0 .. `high`), copies such
-    a register, or masks it (`and` with a constant or another such register, `or` of two: `high` is 2^31 - 1, so
-    the result stays within 0 .. 2^k - 1 for the widest of them under 2^k)."""
-    defs: dict[str, list[str]] = {}
-    for s in body:
-        for reg in destinations(s.text):  # a guarded definition may not happen: its register is never known
-            defs.setdefault(reg, []).append("" if s.guard else s.text)
-    known: dict[str, tuple[int, int]] = {}
-    for _ in range(6):  # copies of copies
-        for reg, texts in defs.items():
-            if len(texts) != 1 or reg in known:
-                continue
-            if (m := _LD_PARAM.match(texts[0])) and m.group(2) == entry and int(m.group(3)) in integers:
-                known[reg] = (0, high)
-            elif (m := _COPY.match(texts[0])) and m.group(2) in known:
-                known[reg] = known[m.group(2)]
-            elif (m := _BITS.match(texts[0])) and (r := _masked(m.group(1), m.group(3), m.group(4), known)):
-                known[reg] = r
-    return known
+@dataclass(frozen=True)
+class Reach:
+    """What a launch reaches in a kernel: each walked function's reached statements (the entry first), the
+    division sites among them (a statement whose guard every launch decides false does not run), the steps the
+    reading took (linear in the statements) and whether it ran out of its budget (exhausted: then every statement
+    counts as reached and every division as in a loop)."""
+
+    statements: dict[str, tuple[Statement, ...]]
+    sites: tuple[DivisionSite, ...]
+    steps: int
+    exhausted: bool
+
+    @property
+    def divisions(self) -> tuple[str, ...]:
+        """The distinct opcodes of the reached divisions, sorted."""
+        return tuple(sorted({s.opcode for s in self.sites}))
+
+    @property
+    def looped(self) -> tuple[str, ...]:
+        """The distinct opcodes of the reached divisions that may run more than once per thread (in_loop)."""
+        return tuple(sorted({s.opcode for s in self.sites if s.in_loop}))
+
+    @property
+    def straight(self) -> tuple[str, ...]:
+        """The distinct opcodes with a reached site that runs at most once per thread (straight-line code)."""
+        return tuple(sorted({s.opcode for s in self.sites if not s.in_loop}))
 
 
-def destinations(text: str) -> list[str]:
-    """The registers a statement may write (its first operand's: reading it as written errs on the safe side)."""
-    m = _DESTS.match(text)
-    return _REG.findall(m.group(1)) if m else []
-
-
-def _masked(op: str, a: str, b: str, known: dict[str, tuple[int, int]]) -> tuple[int, int] | None:
-    """The range of `a op b` (op "and" or "or") where it follows from known ranges, each within 0 .. 2^31 - 1."""
-    ra, rb = known.get(a.strip()), known.get(b.strip())
-    if op == "or":
-        return (0, (1 << max(ra[1], rb[1]).bit_length()) - 1) if ra and rb else None
-    if ra and rb:
-        return 0, min(ra[1], rb[1])
-    r, other = (ra, b) if ra else (rb, a) if rb else (None, "")
-    mask = literal(other)
-    if r is None or mask is None:
-        return None
-    return 0, min(r[1], mask & ((1 << r[1].bit_length()) - 1))
-
-
-def _value(operand: str, known: dict[str, tuple[int, int]], signed: bool, bits: int) -> tuple[int, int] | None:
-    """`operand`'s range as the comparison reads it, or None when unknown."""
-    operand = operand.strip()
-    if operand in known:
-        return known[operand]
-    v = literal(operand)
-    if v is None:
-        return None
-    v %= 1 << bits
-    if signed and v >= 1 << (bits - 1):
-        v -= 1 << bits
-    return v, v
-
-
-def literal(text: str) -> int | None:
-    """The value of a PTX integer literal (_LITERALS, an optional minus), or None when `text` is not one."""
-    text = text.strip()
-    negative, digits = text.startswith("-"), text.lstrip("-").rstrip("uU")
-    for pattern, base in _LITERALS:
-        if pattern.fullmatch(digits):
-            value = int(digits[2:] if base in (16, 2) else digits, base)
-            return -value if negative else value
-    return None
-
-
-def _decided(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
-    """The comparison `a op b` when it holds for every pair of values of the two ranges, or fails for every
-    one; None otherwise."""
-    (a0, a1), (b0, b1) = a, b
-    rules = {"lt": (a1 < b0, a0 >= b1), "le": (a1 <= b0, a0 > b1), "gt": (a0 > b1, a1 <= b0),
-             "ge": (a0 >= b1, a1 < b0), "eq": (a0 == a1 == b0 == b1, a1 < b0 or b1 < a0)}
-    if op == "ne":
-        always, never = rules["eq"]
-        return True if never else False if always else None
-    always, never = rules[op]
-    return True if always else False if never else None
-
-
-def _predicates(body: list[Statement], known: dict[str, tuple[int, int]]) -> dict[str, bool]:
-    """{predicate register: its value for every launch} for the predicates with one definition, a decided
-    setp."""
-    defs: dict[str, list[Statement]] = {}
-    for s in body:
-        for reg in destinations(s.text):
-            defs.setdefault(reg, []).append(s)
-    out = {}
-    for reg, ss in defs.items():
-        m = _SETP.match(ss[0].text) if len(ss) == 1 and not ss[0].guard else None
-        if not m:
-            continue
-        op, signed, bits = _UNSIGNED.get(m.group(1), m.group(1)), m.group(2) == "s", int(m.group(3))
-        signed = signed and m.group(1) not in _UNSIGNED
-        a, b = _value(m.group(5), known, signed, bits), _value(m.group(6), known, signed, bits)
-        if a is not None and b is not None and (value := _decided(op, a, b)) is not None:
-            out[reg] = value
-    return out
-
-
-def reached(body: str, entry: str, integers: frozenset[int], high: int) -> list[Statement]:
-    """The statements of the function `body` (named `entry`) that a launch can reach when each parameter whose
-    index is in `integers` holds a value in 0 .. `high` (module docstring); in order."""
-    return _walk(statements(body), entry, integers, high)
-
-
-def _walk(ss: list[Statement], entry: str, integers: frozenset[int], high: int) -> list[Statement]:
-    """reached, on the function's statements `ss`."""
-    at = {label: i for i, s in enumerate(ss) for label in s.labels}
-    taken = _predicates(ss, _known_registers(ss, entry, integers, high))
-    seen: set[int] = set()
-    todo = [0]
-    while todo:
-        i = todo.pop()
-        while i < len(ss) and i not in seen:
-            seen.add(i)
-            s = ss[i]
-            word = s.text.split()[0]
-            value = taken.get(s.guard) if s.guard else True
-            if value is not None and s.negated:
-                value = not value
-            if word.startswith(("bra", "brx")):
-                target = at.get(s.text.split()[-1]) if word.startswith("bra") else None
-                if target is None:  # an indirect branch (brx.idx) or a target not read: every statement
-                    todo.extend(range(len(ss)))
-                    break
-                if value is not False:
-                    todo.append(target)
-                if value is True:
-                    break
-            elif word in ("ret", "exit") and value is True:
-                break
-            i += 1
-    return [ss[i] for i in sorted(seen)]
-
-
-def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: int) -> tuple[str, ...]:
-    """The distinct integer div/rem opcodes ('div.u32', 'rem.u64') of the kernel `mangled` in `ptx` on a path a
-    launch can take when every parameter whose index (0-based, as the kernel declares them) is in `integers`
-    holds a value in 0 .. `high`, and in every `.func` such a path calls, any whose address is taken (in the
-    kernel, a function it runs, or a module-scope table: a function pointer may call it); () when there is no
-    such kernel."""
+def reach(ptx: str, mangled: str, integers: frozenset[int], high: int, exact: dict[int, int] | None = None
+          ) -> Reach | None:
+    """What a launch of the kernel `mangled` in `ptx` reaches when every parameter whose index (0-based, as the
+    kernel declares them) is in `integers` holds a value in 0 .. `high`, and the parameter at each index of
+    `exact` holds exactly its value (the timed launch's rows, cols, n: {3: 4096}); pointers and other parameters
+    are unknown. None when `ptx` has no entry `mangled`. Never raises on odd PTX: what it cannot read is
+    reachable, and past its budget (STEPS_PER_STATEMENT) everything is."""
     read = _functions(ptx, mangled)
     if read is None:
-        return ()
-    functions, roots = read
-    found: set[str] = set()
-    todo, done = list(roots), set()
+        return None
+    functions, roots, header = read
+    params = {i: (0, high) for i in integers} | {i: (v, v) for i, v in (exact or {}).items()}
+    size = sum(body.count(";") + body.count("{") + 1 for _, body in functions.values())
+    budget = Budget(STEPS_PER_STATEMENT * size)
+    try:
+        return _reach(functions, roots, params, _param_bits(header, mangled), budget)
+    except OverBudget:
+        return _everything(functions, budget.steps)
+
+
+def _reach(functions: dict[str, tuple[str, str]], roots: list[str], params: dict[int, tuple[int, int]],
+           param_bits: dict[int, int], budget: Budget) -> Reach:
+    """reach's answer within `budget` (raises OverBudget past it)."""
+    entry, funcs = roots[0], {f for f, (kind, _) in functions.items() if kind == "func"}
+    order = {name: i for i, name in enumerate(functions)}
+    walked: dict[str, tuple[list[Statement], list[Instr], dict[int, bool], bytearray, bytearray]] = {}
+    edges: list[tuple[str, str, bool]] = []
+    taken = set(roots[1:])
+    todo = list(reversed(roots))
     while todo:
         name = todo.pop()
-        done.add(name)
-        ss = statements(functions[name][1])
-        live = _walk(ss, name, integers if name == mangled else frozenset(), high)
-        texts = [s.text for s in live] + [s.text for s in ss if not s.text.startswith("call")]
-        for s in live:
-            found.update(INT_DIV.findall(s.text))
-        named = names_in("\n".join(texts))
-        todo.extend(f for f in functions if f in named and f not in done and f not in todo and f != name
-                    and functions[f][0] == "func")
-    return tuple(sorted(found))
+        if name in walked:
+            continue
+        ss, parents = parse(functions[name][1], budget)
+        code = resolve(ss, parents, budget)
+        decided = guards(code, name, params if name == entry else {}, param_bits if name == entry else None,
+                         budget)
+        seen = _walk(code.code, decided, budget)
+        loop = _loops(code.code, seen, decided, budget)
+        walked[name] = (ss, code.code, decided, seen, loop)
+        for i, s in enumerate(ss):
+            budget.charge()
+            named = funcs & names_in(s.text)
+            if not named:
+                continue
+            callee = m.group(1) if s.text.startswith("call") and (m := CALL.match(s.text)) else None
+            if callee in named and seen[i]:
+                edges.append((name, callee, bool(loop[i])))
+            taken |= named - {callee} if callee else named
+            todo.extend(sorted((named if seen[i] or not callee else named - {callee}) - walked.keys(),
+                               key=order.get, reverse=True))
+    mult = _multiplicity(list(walked), entry, edges, taken, budget)
+    sites = []
+    for name, (ss, _, decided, seen, loop) in walked.items():
+        for i, s in enumerate(ss):
+            if seen[i] and decided.get(i) is not False and (ops := INT_DIV.findall(s.text)):
+                sites += [DivisionSite(name, i, op, bool(loop[i]) or mult[name] > 1) for op in ops]
+    reached_ss = {name: tuple(s for s, k in zip(w[0], w[3], strict=True) if k) for name, w in walked.items()}
+    return Reach(reached_ss, tuple(sites), budget.steps, False)
+
+
+def _walk(code: list[Instr], decided: dict[int, bool], budget: Budget) -> bytearray:
+    """Which statements a launch reaches, from the first: a branch goes to its targets unless its guard is
+    decided false, and on unless it is decided true (or has none); an indirect branch, or one whose label is
+    not read, reaches every statement, once."""
+    n = len(code)
+    seen, todo, everything = bytearray(n), [0], False
+    while todo:
+        i = todo.pop()
+        while i < n and not seen[i]:
+            budget.charge()
+            seen[i] = 1
+            ins = code[i]
+            value = decided.get(i) if ins.guard is not None else True
+            if ins.kind == "brx" or (ins.kind == "bra" and ins.targets is None):
+                if value is not False and not everything:
+                    everything = True
+                    todo.extend(range(n))
+                if value is True:
+                    break
+            elif ins.kind == "bra":
+                if value is not False:
+                    budget.charge(len(ins.targets))
+                    todo.extend(ins.targets)
+                if value is True:
+                    break
+            elif ins.kind == "ret" and value is True:
+                break
+            i += 1
+    return seen
+
+
+def _loops(code: list[Instr], seen: bytearray, decided: dict[int, bool], budget: Budget) -> bytearray:
+    """Which statements lie between a label and a later reached branch that may go back to it (an indirect
+    one: back to any statement before it). Every statement of a cycle of the reached paths is one of them."""
+    n = len(code)
+    depth = [0] * (n + 1)
+    for i, ins in enumerate(code):
+        budget.charge()
+        if not seen[i] or ins.kind not in ("bra", "brx") or decided.get(i) is False:
+            continue
+        for t in ins.targets if ins.kind == "bra" and ins.targets is not None else (0,):
+            if t <= i:
+                depth[t] += 1
+                depth[i + 1] -= 1
+    out, running = bytearray(n), 0
+    for i in range(n):
+        running += depth[i]
+        out[i] = running > 0
+    return out
+
+
+def _multiplicity(names: list[str], entry: str, edges: list[tuple[str, str, bool]], taken: set[str],
+                  budget: Budget) -> dict[str, int]:
+    """{function: 1 when it runs at most once per thread, else 2}: the entry once; a function whose address is
+    taken, or on or below a cycle of calls, twice; else the sum over its reached calls of the caller's count
+    (twice for a call in a loop)."""
+    mult = {f: 2 if f in taken else 0 for f in names}
+    mult[entry] = 1
+    out: dict[str, list[tuple[str, bool]]] = {f: [] for f in names}
+    waiting = dict.fromkeys(names, 0)
+    for caller, callee, looped in edges:
+        out[caller].append((callee, looped))
+        waiting[callee] += 1
+    ready = [f for f in names if waiting[f] == 0]
+    while ready:
+        caller = ready.pop()
+        for callee, looped in out[caller]:
+            budget.charge()
+            mult[callee] = min(2, mult[callee] + mult[caller] * (2 if looped else 1))
+            waiting[callee] -= 1
+            if waiting[callee] == 0:
+                ready.append(callee)
+    return {f: 2 if waiting[f] else mult[f] for f in names}
+
+
+def _everything(functions: dict[str, tuple[str, str]], steps: int) -> Reach:
+    """The Reach of a reading past its budget: every statement of every function reached, every division in a
+    loop."""
+    walked = {name: tuple(statements(body)) for name, (_, body) in functions.items()}
+    sites = tuple(DivisionSite(name, i, op, True) for name, ss in walked.items() for i, s in enumerate(ss)
+                  for op in INT_DIV.findall(s.text))
+    return Reach(walked, sites, steps, True)
+
+
+def _param_bits(header: str, entry: str) -> dict[int, int]:
+    """{parameter index: its width in bits} for the integer scalars among the entry's parameters, as its header
+    declares them (`.param .u32 k_param_2`; an array `.b8 k_param_3[16]`, a struct, is none)."""
+    inside = header[header.find("(") + 1:header.rfind(")")] if "(" in header else ""
+    name = re.compile(rf"(?<![\w$]){re.escape(entry)}_param_(\d+)(?![\w$])(\s*\[)?")
+    out = {}
+    for declaration in _ARGUMENT.findall(inside):
+        m, kind = name.search(declaration), re.search(r"\.([bsu])(8|16|32|64)\b", declaration)
+        if m and kind and not m.group(2):
+            out[int(m.group(1))] = int(kind.group(2))
+    return out
+
+
+def reachable_divisions(ptx: str, mangled: str, integers: frozenset[int], high: int,
+                        exact: dict[int, int] | None = None) -> tuple[str, ...]:
+    """The distinct integer div/rem opcodes ('div.u32', 'rem.u64') of the kernel `mangled` in `ptx` on a path a
+    launch can take when every parameter whose index (0-based, as the kernel declares them) is in `integers`
+    holds a value in 0 .. `high` (and each at an index of `exact` exactly its value), and in every `.func` such a
+    path calls, any whose address is taken (in the kernel, a function it runs, or a module-scope table: a
+    function pointer may call it); () when there is no such kernel. Reach.divisions of reach()."""
+    found = reach(ptx, mangled, integers, high, exact)
+    return () if found is None else found.divisions
+
+
+def division_sites(ptx: str, mangled: str, integers: frozenset[int], high: int,
+                   exact: dict[int, int] | None = None) -> tuple[DivisionSite, ...]:
+    """The reached divisions of reachable_divisions, each with its function, statement and whether it may run
+    more than once per thread (DivisionSite.in_loop: "once per thread or once per loop iteration?"); ()
+    when there is no such kernel."""
+    found = reach(ptx, mangled, integers, high, exact)
+    return () if found is None else found.sites
+
+
+def reached(body: str, entry: str, integers: frozenset[int], high: int, exact: dict[int, int] | None = None,
+            header: str = "") -> list[Statement]:
+    """The statements of the function `body` (named `entry`) that a launch can reach when each parameter whose
+    index is in `integers` holds a value in 0 .. `high` and each of `exact` its value (module docstring); in
+    order. `header`: the function's parameter list, whose widths bound the loads read as parameters (without
+    it, a load is taken to read a whole parameter). Past the budget, every statement."""
+    params = {i: (0, high) for i in integers} | {i: (v, v) for i, v in (exact or {}).items()}
+    budget = Budget(STEPS_PER_STATEMENT * (body.count(";") + body.count("{") + 1))
+    try:
+        ss, parents = parse(body, budget)
+        code = resolve(ss, parents, budget)
+        seen = _walk(code.code, guards(code, entry, params, _param_bits(header, entry) if header else None,
+                                       budget), budget)
+    except OverBudget:
+        return statements(body)
+    return [s for s, k in zip(ss, seen, strict=True) if k]
