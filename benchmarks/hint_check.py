@@ -39,8 +39,8 @@ from grader.gpu.device import visible_gpus  # noqa: E402
 
 CAUSES = ROOT / "tests" / "data" / "causes"
 EXPECTED = {
-    "tests/data/hints/col_major.cu": ("unexplained", "scattered"),
-    "tests/data/hints/double.cu": ("unexplained", "work"),
+    "tests/data/hints/col_major.cu": ("scattered", "scattered"),
+    "tests/data/hints/double.cu": ("double", "double"),
     "tests/data/hints/normcdf_scalar.cu": ("width", "width"),
     "tests/data/hints/scalar.cu": ("width", "width"),
     "tests/data/hints/mod_cols.cu": ("width", "width"),

@@ -21,7 +21,7 @@ from grader.compile.nvrtc import compile_kernels
 from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import sass
-from grader.feedback.launch_facts import buffer, launch_hints, param_roles, warps_per_sm
+from grader.feedback.launch_facts import buffer, launch_hints, pointer_roles, warps_per_sm
 from grader.feedback.worth import STATIC, Hint, Times, rank
 from grader.gpu.clocks import Clocks
 from grader.output.report import CompileSummary, GradeReport
@@ -172,7 +172,7 @@ def test_each_access_is_read_with_its_width_line_and_buffer():
     sub, c = compiled("grid16")
     tool = sass.find_disassembler()
     facts = sass.sass_facts(c.cubin, c.kernels[exercise.KERNEL_NAME].mangled, tool)
-    roles = param_roles(sub.contract.launch_spec(tuple(p.size for p in c.kernels[exercise.KERNEL_NAME].params)))
+    roles = pointer_roles(sub.contract.launch_spec(tuple(p.size for p in c.kernels[exercise.KERNEL_NAME].params)))
     seen = {(a.op, a.nbytes, a.line, buffer(a, roles)) for a in facts.accesses}
     assert {("ld", 16, 20, "x"), ("st", 16, 27, "out")} <= seen
     if tool.tool == "nvdisasm":  # cuobjdump prints no line
@@ -228,14 +228,14 @@ def test_the_first_hint_with_recorded_counters_is_the_expected_one(stem):
     source = NCU / f"h200_source_{stem}.csv"
     report.counters = counters_of("ncu", parse_csv((NCU / f"h200_{stem}.csv").read_text()), BIAS_GELU)
     if source.exists():
-        from grader.feedback.launch_facts import param_roles
+        from grader.feedback.launch_facts import pointer_roles
         from grader.feedback.source_counters import join, parse_source
 
         info = c.kernels[exercise.KERNEL_NAME]
         facts = sass.sass_facts(c.cubin, info.mangled)
         report.counters.instructions = join(parse_source(source.read_text())[0],
                                             {a.offset: a.line for a in facts.accesses},
-                                            param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params))),
+                                            pointer_roles(sub.contract.launch_spec(tuple(p.size for p in info.params))),
                                             "sm_90")
     hints = rank_hints(report)
     assert (hints[0].kind if hints else "none") == expected(CAUSES / f"{stem}.cu")[1], [str(h) for h in hints]

@@ -11,7 +11,7 @@ from flow_kernels import CAUSES, FLOW, kernel, needs_nvdisasm, parsed
 from grader.compile.nvrtc import compile_kernels
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import sass, sass_stride
-from grader.feedback.launch_facts import param_roles
+from grader.feedback.code_paths import param_roles
 from grader.feedback.sass_access import Access, accesses
 from grader.feedback.sass_stride import Stride, judge, judge_all, strides
 from grader.pipeline.grade import launch_spec

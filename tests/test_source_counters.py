@@ -21,7 +21,7 @@ from grader.exercises import bias_gelu as exercise
 from grader.exercises.bias_gelu.exercise import EXERCISE as BIAS_GELU
 from grader.feedback import sass
 from grader.feedback.counters import InstructionCounters
-from grader.feedback.launch_facts import param_roles
+from grader.feedback.launch_facts import pointer_roles
 from grader.feedback.sass_access import width
 from grader.feedback.source_counters import SOURCE_COLUMNS, join, parse_rules, parse_source
 from grader.feedback.worth import Times, measured, scattered_hint, scattered_instructions
@@ -42,7 +42,7 @@ def listing(stem: str):
     info = c.kernels[exercise.KERNEL_NAME]
     tool = sass.find_disassembler()
     parsed = sass.parse(sass.disassemble(c.cubin, tool), tool.tool)
-    roles = param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))
+    roles = pointer_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))
     return parsed.functions[info.mangled], roles
 
 

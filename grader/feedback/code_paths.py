@@ -22,24 +22,29 @@ from grader.feedback.sass_access import Access
 from grader.feedback.sass_flow import ComputeLoop, Flow, Frequency, Pass, compute_loops, flow, frequency, passes
 from grader.feedback.sass_stride import Stride, judge_all, kernel_strides
 
-__all__ = ["Paths", "buffer", "param_roles", "paths"]
+__all__ = ["Paths", "buffer", "param_roles", "paths", "pointer_roles"]
 
 
 def param_roles(spec: LaunchSpec) -> dict[int, str]:
-    """The role ('x', 'bias', 'out', 'cosTab', ...) of each pointer parameter by its byte offset in the parameter
-    buffer: the parameters in order, each aligned to its own size (pointers and 64-bit integers 8, 32-bit ones 4), as
-    the CUDA ABI lays them out; integer parameters take their place but are not roles of a buffer."""
+    """The role ('x', 'bias', 'out', 'cols', ...) of each parameter by its byte offset in the parameter buffer: in
+    order, each aligned to its own size (pointers and 64-bit integers 8, 32-bit ones 4), as the CUDA ABI lays them
+    out."""
     roles, at = {}, 0
     for p in spec.params:
         at = -(-at // p.size) * p.size
-        if p.kind == "ptr":
-            roles[at] = p.name
+        roles[at] = p.name
         at += p.size
     return roles
 
 
+def pointer_roles(spec: LaunchSpec) -> dict[int, str]:
+    """param_roles of the pointer parameters only: the buffers an access may read or write (buffer)."""
+    kinds = {p.name: p.kind for p in spec.params}
+    return {at: name for at, name in param_roles(spec).items() if kinds[name] == "ptr"}
+
+
 def buffer(a: Access, roles: dict[int, str]) -> str | None:
-    """The buffer (a pointer parameter's role of `roles`: param_roles) access `a` reads or writes, from the pointer
+    """The buffer (a pointer parameter's role of `roles`: pointer_roles) access `a` reads or writes, from the pointer
     parameters its address is computed from (a load that also meets out's pointer reads the other; a store writes
     out, OUTPUT); None: not known."""
     found = [roles[o] for o in a.params if o in roles]
@@ -112,7 +117,7 @@ class Paths:
 
 def paths(facts: SassFacts | None, roles: dict[int, str]) -> Paths:
     """The Paths of the kernel `facts` were read for (their listing and mangled name), its buffers named by `roles`
-    (pointer parameters by offset: grader.feedback.code_paths.param_roles); an empty Paths without a listing.
+    (pointer parameters by offset: pointer_roles); an empty Paths without a listing.
     Never raises: an analysis that fails gives an empty Paths (no claim)."""
     if facts is None or facts.listing is None or not facts.mangled:
         return Paths()

@@ -34,7 +34,7 @@ import math
 from grader.core import exercise as course
 from grader.core.exercise import OUTPUT, Exercise
 from grader.core.launch import LaunchSpec
-from grader.feedback.code_paths import buffer, param_roles, paths
+from grader.feedback.code_paths import buffer, param_roles, paths, pointer_roles
 from grader.feedback.flow_facts import divisions_per_element, flow_hints, stores_out
 from grader.feedback.hint import Hint, HintKind, Site
 from grader.feedback.sass import SassFacts
@@ -130,7 +130,7 @@ def sites(facts: SassFacts | None, spec: LaunchSpec) -> list[Site]:
     hint)."""
     if facts is None:
         return []
-    roles = param_roles(spec)
+    roles = pointer_roles(spec)
     p = paths(facts, roles)
     loops = {a.offset: lp for a, lp in zip(p.accesses, p.loops, strict=True)}  # the kernel's own function's
     own = len(p.accesses)
@@ -168,13 +168,13 @@ def launch_hints(spec: LaunchSpec, facts: SassFacts | None, arch: str, *, ex: Ex
     item = item_floats(ex)
     regs = facts.registers if facts else None
     if facts is not None and facts.accesses:
-        roles = param_roles(spec)
+        roles = pointer_roles(spec)
         p = paths(facts, roles)
         hints += [h for h in (_idle(spec, facts.accesses, roles, shape, sms, facts, kernel, item, stores_out(p)),)
                   if h]
         hints += _per_element(spec, facts.accesses, roles, shape, sms, arch, regs, kernel)
         hints += [h for h in (_double(facts, roles, arch, kernel, ex, sms, sm_mhz, shape),) if h]
-        hints += flow_hints(p, ex, roles)
+        hints += flow_hints(p, ex, param_roles(spec))
     first = ex.problem(ex.verify_dims[0]).grid
     hints += [h for h in (_grid(spec, arch, regs, sms, shape, first), _blocks(spec, arch, regs),
                           _shared(spec, arch, regs, shared)) if h]
@@ -403,7 +403,7 @@ def division_facts(facts: SassFacts | None, spec: LaunchSpec, *, sms: int | None
     without a GPU, "per_element" alone where the flow tells it."""
     if facts is None or not facts.int_division or not shape:
         return {}
-    roles = param_roles(spec)
+    roles = pointer_roles(spec)
     per_element = divisions_per_element(paths(facts, roles), spec, shape, item, sms, threads_per_sm)
     vec, _ = _vector(facts.accesses, roles)
     known = {"per_element": per_element} if per_element is not None else {}

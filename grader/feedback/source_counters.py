@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 from grader.feedback import counters as ncu
-from grader.feedback.code_paths import buffer, param_roles
+from grader.feedback.code_paths import buffer, pointer_roles
 from grader.feedback.counters import CountersUnavailable, InstructionCounters
 from grader.feedback.sass import Instruction, division_start_indices, find_disassembler, sass_facts
 from grader.feedback.sass_access import PARAM_BASE, accesses
@@ -106,7 +106,7 @@ def join(rows: list[dict[str, str]], lines: dict[int, int | None], roles: dict[i
     """The global memory instructions of one kernel's source rows (parse_source), each with its counters, the
     student's line (`lines`: offset -> line, from our own disassembly of the same compile; empty: none) and its
     buffer (the parameter its address comes from: `roles`, offset in the parameter buffer -> name,
-    grader.feedback.code_paths.param_roles), its address read from ncu's own SASS text."""
+    grader.feedback.code_paths.pointer_roles), its address read from ncu's own SASS text."""
     if not rows:
         return []
     first = _address(rows[0][SOURCE_COLUMNS["address"]]) or 0
@@ -207,6 +207,6 @@ def source_instructions(path: str, rows: int | None, cols: int | None, arch: str
     info = c.kernels[ex.kernel_name]
     facts = sass_facts(c.cubin, info.mangled, find_disassembler())
     lines = {a.offset: a.line for a in facts.accesses} if facts else {}
-    roles = param_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))
+    roles = pointer_roles(sub.contract.launch_spec(tuple(p.size for p in info.params)))
     return join(blocks[0], lines, roles, c.arch), "", division_threads(blocks[0])
 

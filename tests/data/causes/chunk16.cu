@@ -1,4 +1,4 @@
-// Expected first hint: unexplained; with counters: scattered (a thread per 16-element chunk: each warp's stores touch 32 sectors).
+// Expected first hint: scattered; with counters: scattered (a thread per 16-element chunk: each warp's stores touch 32 sectors).
 // A flat grid where each thread writes 16 consecutive floats one at a time (issue 29: right with counters): the 32
 // threads of a warp store 64 bytes apart, so every store instruction touches 32 sectors for 128 useful bytes.
 // grade: params = x, bias, out, n, cols

@@ -1,4 +1,4 @@
-// Expected first hint: unexplained; with counters: scattered (consecutive threads take consecutive rows of one column).
+// Expected first hint: scattered; with counters: scattered (consecutive threads take consecutive rows of one column).
 // A flat grid that walks the matrix down its columns (issue 29: right with counters, +0.49): a warp's 32 stores land
 // cols floats apart, each in its own 32-byte sector. Its integer divisions and 4-byte loads are not what sets its time.
 // grade: params = x, bias, out, n, cols
